@@ -1,0 +1,98 @@
+//! `tierlab._core`: the engine behind a thin Python API. The simulation runs with the
+//! GIL released; every ~0.1 s it re-attaches to report progress and to notice Ctrl-C,
+//! and a panic comes back as a Python exception rather than an abort.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use numpy::{IntoPyArray, PyArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sim::stats::{Output, PHASES};
+
+/// Run a simulation of an engine-JSON model. Returns a dict with `summary` (JSON text),
+/// `series`, `records` (or None), `type_names`, `tier_names` and `stopped_by` (the
+/// exception that stopped the run early — KeyboardInterrupt or one raised by
+/// `progress` — or None).
+#[pyfunction]
+#[pyo3(signature = (model_json, progress=None))]
+fn simulate<'py>(py: Python<'py>, model_json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+    let mut stopped_by: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            let mut last = Instant::now();
+            sim::simulate(model_json, |fraction| {
+                if fraction < 1.0 && last.elapsed() < Duration::from_millis(100) {
+                    return true;
+                }
+                last = Instant::now();
+                Python::attach(|py| {
+                    let checked = py.check_signals().and_then(|_| match &progress {
+                        Some(cb) => cb.call1(py, (fraction,)).map(drop),
+                        None => Ok(()),
+                    });
+                    checked.map_err(|e| stopped_by = Some(e)).is_ok()
+                })
+            })
+        }))
+    });
+    let output = match outcome {
+        Ok(Ok(out)) => out,
+        Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
+        Err(panic) => {
+            let msg = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+            return Err(PyRuntimeError::new_err(format!("the simulation engine failed (a bug in tierlab, please report it): {msg}")));
+        }
+    };
+    to_python(py, output, stopped_by)
+}
+
+fn to_python<'py>(py: Python<'py>, out: Output, stopped_by: Option<PyErr>) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("summary", out.summary.to_string())?;
+    let s = out.series;
+    let series = PyDict::new(py);
+    let (windows, columns) = (s.window_start.len(), s.meta.len());
+    series.set_item("window_start", s.window_start.into_pyarray(py))?;
+    series.set_item("values", s.values.into_pyarray(py).reshape([windows, columns])?)?;
+    series.set_item("tier", s.meta.iter().map(|m| m.tier.as_str()).collect::<Vec<_>>())?;
+    series.set_item("server", s.meta.iter().map(|m| m.server).collect::<Vec<_>>())?;
+    series.set_item("resource", s.meta.iter().map(|m| m.resource.as_str()).collect::<Vec<_>>())?;
+    series.set_item("metric", s.meta.iter().map(|m| m.metric).collect::<Vec<_>>())?;
+    d.set_item("series", series)?;
+    match out.records {
+        None => d.set_item("records", py.None())?,
+        Some(r) => {
+            let rec = PyDict::new(py);
+            rec.set_item("id", r.id.into_pyarray(py))?;
+            rec.set_item("session", r.session.into_pyarray(py))?;
+            rec.set_item("type", r.rtype.into_pyarray(py))?;
+            rec.set_item("status", r.status.into_pyarray(py))?;
+            rec.set_item("start", r.start.into_pyarray(py))?;
+            rec.set_item("end", r.end.into_pyarray(py))?;
+            rec.set_item("retransmissions", r.retransmissions.into_pyarray(py))?;
+            for (tier, cols) in out.tier_names.iter().zip(r.tiers) {
+                rec.set_item(format!("{tier}.server"), cols.server.into_pyarray(py))?;
+                rec.set_item(format!("{tier}.visits"), cols.visits.into_pyarray(py))?;
+                rec.set_item(format!("{tier}.time"), cols.time.into_pyarray(py))?;
+                for (name, col) in PHASES.iter().zip(cols.phases) {
+                    rec.set_item(format!("{tier}.{name}"), col.into_pyarray(py))?;
+                }
+                rec.set_item(format!("{tier}.db_requests"), cols.db_requests.into_pyarray(py))?;
+            }
+            d.set_item("records", rec)?;
+        }
+    }
+    d.set_item("type_names", out.type_names)?;
+    d.set_item("tier_names", out.tier_names)?;
+    d.set_item("stopped_by", stopped_by.map(|e| e.into_value(py)))?;
+    Ok(d)
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! Probability distributions used for demands, think times, delays and sizes.
+
+use rand::RngExt;
+use rand_distr::{Distribution, Exp1, LogNormal, StandardNormal};
+use rand_pcg::Pcg64Mcg;
+use serde::Deserialize;
+
+/// A distribution as sent by the Python model compiler (already validated there).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Dist {
+    Constant { value: f64 },
+    /// Exponential with the given mean; `max` caps a draw (TPC-W think times).
+    Exponential { mean: f64, max: Option<f64> },
+    Uniform { low: f64, high: f64 },
+    /// Normal truncated at zero (negative draws are redrawn).
+    Normal { mean: f64, sd: f64 },
+    /// Lognormal given by the mean and standard deviation of the variable itself.
+    Lognormal { mean: f64, sd: f64 },
+    /// Discrete empirical distribution: `values` with cumulative `weights` ending at 1.
+    Empirical { values: Vec<f64>, cumulative: Vec<f64> },
+}
+
+impl Dist {
+    pub fn mean(&self) -> f64 {
+        match self {
+            Dist::Constant { value } => *value,
+            Dist::Exponential { mean, max: None } => *mean,
+            Dist::Exponential { mean, max: Some(m) } => mean * (1.0 - (-m / mean).exp()),
+            Dist::Uniform { low, high } => 0.5 * (low + high),
+            Dist::Normal { mean, .. } | Dist::Lognormal { mean, .. } => *mean,
+            Dist::Empirical { values, cumulative } => {
+                let mut prev = 0.0;
+                values.iter().zip(cumulative).fold(0.0, |acc, (v, c)| {
+                    let w = c - prev;
+                    prev = *c;
+                    acc + v * w
+                })
+            }
+        }
+    }
+
+    pub fn sample(&self, rng: &mut Pcg64Mcg) -> f64 {
+        match self {
+            Dist::Constant { value } => *value,
+            Dist::Exponential { mean, max } => {
+                let x: f64 = Exp1.sample(rng);
+                let x = x * mean;
+                max.map_or(x, |m| x.min(m))
+            }
+            Dist::Uniform { low, high } => low + (high - low) * rng.random::<f64>(),
+            Dist::Normal { mean, sd } => {
+                // Redraw negatives; after 64 tries (mean many sd below 0) give 0.
+                for _ in 0..64 {
+                    let z: f64 = StandardNormal.sample(rng);
+                    let x = mean + sd * z;
+                    if x >= 0.0 {
+                        return x;
+                    }
+                }
+                0.0
+            }
+            Dist::Lognormal { mean, sd } => {
+                let s2 = (1.0 + (sd / mean).powi(2)).ln();
+                let mu = mean.ln() - 0.5 * s2;
+                LogNormal::new(mu, s2.sqrt()).expect("validated lognormal").sample(rng)
+            }
+            Dist::Empirical { values, cumulative } => {
+                let u: f64 = rng.random();
+                let i = cumulative.partition_point(|c| *c <= u).min(values.len() - 1);
+                values[i]
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn sample_mean(d: &Dist) -> f64 {
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        let n = 200_000;
+        (0..n).map(|_| d.sample(&mut rng)).sum::<f64>() / n as f64
+    }
+
+    #[test]
+    fn sample_means_match_analytic_means() {
+        let dists = [
+            Dist::Constant { value: 2.0 },
+            Dist::Exponential { mean: 0.5, max: None },
+            Dist::Exponential { mean: 7.0, max: Some(10.0) },
+            Dist::Uniform { low: 1.0, high: 3.0 },
+            Dist::Lognormal { mean: 2.0, sd: 1.5 },
+            Dist::Empirical { values: vec![1.0, 5.0], cumulative: vec![0.25, 1.0] },
+        ];
+        for d in &dists {
+            let (m, s) = (d.mean(), sample_mean(d));
+            assert!((m - s).abs() / m < 0.01, "{d:?}: analytic {m}, sampled {s}");
+        }
+    }
+
+    #[test]
+    fn truncated_normal_is_never_negative() {
+        let d = Dist::Normal { mean: 0.1, sd: 1.0 };
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        assert!((0..10_000).all(|_| d.sample(&mut rng) >= 0.0));
+    }
+}

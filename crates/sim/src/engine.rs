@@ -1,0 +1,737 @@
+//! The simulation: a virtual clock, the event list, servers with their pools and
+//! stations, and requests executing their step programs tier by tier.
+
+use policy::{Dispatch, RoundRobin};
+use rand::RngExt;
+use serde_json::{json, Map, Value};
+
+use crate::dist::Dist;
+use crate::events::{Ev, EventQueue};
+use crate::model::{Model, PoolKind, Station as StationSpec};
+use crate::pool::{Acquire, Pool};
+use crate::program::{flatten, Instr};
+use crate::rng::{Stream, Streams};
+use crate::session::Sessions;
+use crate::stats::*;
+use crate::station::{Fcfs, Ps};
+use crate::timeavg::TimeAvg;
+
+pub(crate) enum StationState {
+    Cpu(Ps),
+    Disk(Fcfs),
+}
+
+impl StationState {
+    fn busy(&mut self) -> &mut TimeAvg {
+        match self {
+            StationState::Cpu(s) => &mut s.busy,
+            StationState::Disk(s) => &mut s.busy,
+        }
+    }
+}
+
+pub(crate) struct Server {
+    tier: usize,
+    pools: Vec<Pool>,
+    stations: Vec<StationState>,
+    concurrency: TimeAvg,
+    arrivals: u64,
+    completions: u64,
+    residence: f64,
+    visits_total: u64,
+    residence_total: f64,
+}
+
+/// One visit of a request to a server: where it is in that tier's program.
+#[derive(Clone, Copy)]
+struct Frame {
+    tier: u16,
+    server: u32,
+    pc: u32,
+    loop_base: u32,
+    /// Bit i set = this visit holds a token of pool i of its server.
+    held: u64,
+    phase: usize,
+    since: f64,
+    entered: f64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct TierAcc {
+    server: i32,
+    visits: u32,
+    time: f64,
+    phases: [f64; 5],
+    db_requests: u32,
+}
+
+#[derive(Default)]
+struct Req {
+    id: u64,
+    session: u32,
+    ty: u32,
+    start: f64,
+    measured: bool,
+    frames: Vec<Frame>,
+    /// (first instruction of the body, iterations left) of the open loops.
+    loops: Vec<(u32, u32)>,
+    tiers: Vec<TierAcc>,
+    /// Ticket of the pool wait in progress (0 = not waiting), and which pool.
+    ticket: u64,
+    waiting_pool: u16,
+    disk_left: u32,
+}
+
+pub struct Sim {
+    pub(crate) m: Model,
+    pub(crate) now: f64,
+    pub(crate) events: EventQueue,
+    pub(crate) rng: Streams,
+    dists: Vec<Dist>,
+    /// programs[type * tiers + tier]
+    programs: Vec<Option<Vec<Instr>>>,
+    pub(crate) servers: Vec<Server>,
+    tier_first_server: Vec<usize>,
+    thread_mask: Vec<u64>,
+    conn_mask: Vec<u64>,
+    dispatch: Vec<RoundRobin>,
+    links: Vec<Ps>,
+    reqs: Vec<Req>,
+    free_reqs: Vec<u32>,
+    next_req_id: u64,
+    next_ticket: u64,
+    pub(crate) sessions: Sessions,
+    // statistics
+    measuring: bool,
+    overall: TypeStats,
+    per_type: Vec<TypeStats>,
+    in_system: TimeAvg,
+    little_count: u64,
+    little_time: f64,
+    pub(crate) series: TimeSeries,
+    window_start: f64,
+    records: Option<Records>,
+    pub events_done: u64,
+}
+
+impl Sim {
+    pub fn new(m: Model) -> Sim {
+        let nt = m.tiers.len();
+        let mut dists = Vec::new();
+        let mut programs = Vec::new();
+        for ty in &m.types {
+            for p in &ty.programs {
+                programs.push(p.as_ref().map(|steps| {
+                    let mut out = Vec::new();
+                    flatten(steps, &mut dists, &mut out);
+                    out
+                }));
+            }
+        }
+        let mut servers = Vec::new();
+        let mut tier_first_server = Vec::new();
+        let mut series = TimeSeries::default();
+        for (ti, t) in m.tiers.iter().enumerate() {
+            tier_first_server.push(servers.len());
+            for s in 0..t.servers {
+                let meta = |resource: &str, metric| SeriesMeta { tier: t.name.clone(), server: s as u32, resource: resource.into(), metric };
+                for metric in ["concurrency", "arrivals", "completions", "response_time"] {
+                    series.meta.push(meta("", metric));
+                }
+                for st in &t.stations {
+                    let name = match st {
+                        StationSpec::Cpu { name, .. } | StationSpec::Disk { name, .. } => name,
+                    };
+                    series.meta.push(meta(name, "utilization"));
+                }
+                for p in &t.pools {
+                    for metric in ["busy", "busy_max", "queued", "rejected"] {
+                        series.meta.push(meta(&p.name, metric));
+                    }
+                }
+                servers.push(Server {
+                    tier: ti,
+                    pools: t.pools.iter().map(Pool::new).collect(),
+                    stations: t
+                        .stations
+                        .iter()
+                        .map(|st| match st {
+                            StationSpec::Cpu { cores, overhead, .. } => StationState::Cpu(Ps::new(*cores, overhead.clone())),
+                            StationSpec::Disk { channels, .. } => StationState::Disk(Fcfs::new(*channels)),
+                        })
+                        .collect(),
+                    concurrency: TimeAvg::default(),
+                    arrivals: 0,
+                    completions: 0,
+                    residence: 0.0,
+                    visits_total: 0,
+                    residence_total: 0.0,
+                });
+            }
+        }
+        for l in &m.links {
+            series.meta.push(SeriesMeta { tier: "network".into(), server: 0, resource: l.name.clone(), metric: "utilization" });
+        }
+        let mask = |kind: PoolKind| -> Vec<u64> {
+            m.tiers.iter().map(|t| t.pools.iter().enumerate().filter(|(_, p)| p.kind == kind).fold(0, |acc, (i, _)| acc | 1 << i)).collect()
+        };
+        let thread_mask = mask(PoolKind::Threads);
+        let conn_mask = mask(PoolKind::Connections);
+        let dispatch = m.tiers.iter().map(|t| if t.weights.is_empty() { RoundRobin::equal(t.servers) } else { RoundRobin::new(&t.weights) }).collect();
+        let links = m.links.iter().map(|_| Ps::new(1, vec![])).collect();
+        let records = m.run.records.then(|| Records { tiers: (0..nt).map(|_| TierColumns::default()).collect(), ..Default::default() });
+        let per_type = m.types.iter().map(|_| TypeStats::default()).collect();
+        let sessions = Sessions::new(&m.workload);
+        Sim {
+            rng: Streams::new(m.run.seed),
+            m,
+            now: 0.0,
+            events: EventQueue::default(),
+            dists,
+            programs,
+            servers,
+            tier_first_server,
+            thread_mask,
+            conn_mask,
+            dispatch,
+            links,
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            next_req_id: 0,
+            next_ticket: 0,
+            sessions,
+            measuring: false,
+            overall: TypeStats::default(),
+            per_type,
+            in_system: TimeAvg::default(),
+            little_count: 0,
+            little_time: 0.0,
+            series,
+            window_start: 0.0,
+            records,
+            events_done: 0,
+        }
+    }
+
+    /// Run to the model's duration. `tick(fraction done)` is called now and then; it
+    /// returns false to stop early (the output then covers the time simulated so far).
+    pub fn run(mut self, mut tick: impl FnMut(f64) -> bool) -> Output {
+        let (duration, window, warmup) = (self.m.run.duration, self.m.run.window, self.m.run.warmup);
+        self.events.push(window.min(duration), Ev::Window);
+        if warmup > 0.0 {
+            self.events.push(warmup, Ev::Warmup);
+        } else {
+            self.measuring = true;
+        }
+        self.start_workload();
+        let mut interrupted = false;
+        while let Some(t) = self.events.peek_time() {
+            if t > duration {
+                break;
+            }
+            let (t, ev) = self.events.pop().expect("peeked");
+            self.now = t;
+            self.handle(ev);
+            self.events_done += 1;
+            if self.events_done & 0x3fff == 0 && !tick(self.now / duration) {
+                interrupted = true;
+                break;
+            }
+        }
+        if !interrupted {
+            self.now = duration;
+        }
+        if self.now > self.window_start {
+            self.close_window();
+        }
+        tick(self.now / duration);
+        self.finish(interrupted)
+    }
+
+    fn handle(&mut self, ev: Ev) {
+        match ev {
+            Ev::Window => {
+                self.close_window();
+                self.events.push(self.now + self.m.run.window, Ev::Window);
+            }
+            Ev::Warmup => self.start_measuring(),
+            Ev::SessionArrival => self.session_arrival(),
+            Ev::Send { session } => self.send(session),
+            Ev::Resume { req } => self.advance(req),
+            Ev::StationDone { server, station, epoch } => self.cpu_done(server as usize, station as usize, epoch),
+            Ev::DiskDone { server, station, req } => self.disk_done(server as usize, station as usize, req),
+            Ev::LinkDone { link, epoch } => {
+                let l = &mut self.links[link as usize];
+                if l.epoch != epoch {
+                    return;
+                }
+                let (req, next) = l.complete(self.now);
+                if let Some(t) = next {
+                    self.events.push(t, Ev::LinkDone { link, epoch: l.epoch });
+                }
+                let delay = self.m.links[link as usize].delay.sample(self.rng.get(Stream::Network));
+                self.events.push(self.now + delay, Ev::Resume { req });
+            }
+            Ev::PoolTimeout { req, ticket } => {
+                let r = &self.reqs[req as usize];
+                if r.ticket == ticket {
+                    let f = *r.frames.last().expect("waiting request has a frame");
+                    self.servers[f.server as usize].pools[r.waiting_pool as usize].abandon(self.now);
+                    self.abort(req, Status::Rejected);
+                }
+            }
+        }
+    }
+
+    // ---- requests ----------------------------------------------------------------
+
+    /// Start a request of type `ty` for a session at the entry tier.
+    pub(crate) fn start_request(&mut self, session: u32, ty: usize) {
+        let nt = self.m.tiers.len();
+        let slot = self.free_reqs.pop().unwrap_or_else(|| {
+            self.reqs.push(Req::default());
+            (self.reqs.len() - 1) as u32
+        });
+        self.next_req_id += 1;
+        let r = &mut self.reqs[slot as usize];
+        r.id = self.next_req_id;
+        r.session = session;
+        r.ty = ty as u32;
+        r.start = self.now;
+        r.measured = self.measuring;
+        r.frames.clear();
+        r.loops.clear();
+        r.tiers.clear();
+        r.tiers.resize(nt, TierAcc { server: -1, ..Default::default() });
+        r.ticket = 0;
+        self.in_system.add(self.now, 1.0);
+        let entry = self.m.workload.entry_tier;
+        self.enter_tier(slot, entry);
+        self.advance(slot);
+    }
+
+    fn enter_tier(&mut self, slot: u32, tier: usize) {
+        let server = self.tier_first_server[tier] + self.dispatch[tier].pick();
+        let now = self.now;
+        let sv = &mut self.servers[server];
+        sv.arrivals += 1;
+        sv.concurrency.add(now, 1.0);
+        let r = &mut self.reqs[slot as usize];
+        let acc = &mut r.tiers[tier];
+        if acc.server < 0 {
+            acc.server = (server - self.tier_first_server[tier]) as i32;
+        }
+        acc.visits += 1;
+        let loop_base = r.loops.len() as u32;
+        r.frames.push(Frame { tier: tier as u16, server: server as u32, pc: 0, loop_base, held: 0, phase: OTHER, since: now, entered: now });
+    }
+
+    /// Re-derive the top frame's phase from what it holds and waits for, charging the
+    /// time since the last change to the phase it was in.
+    fn update_phase(&mut self, slot: u32) {
+        let now = self.now;
+        let r = &mut self.reqs[slot as usize];
+        let f = r.frames.last_mut().expect("running request has a frame");
+        let t = f.tier as usize;
+        let waiting = (r.ticket != 0).then_some(1u64 << r.waiting_pool);
+        let phase = match waiting {
+            Some(w) if w & self.conn_mask[t] != 0 => WAIT_DB,
+            Some(w) if w & self.thread_mask[t] != 0 => WAIT_THREAD,
+            _ if f.held & self.conn_mask[t] != 0 => WITH_DB,
+            _ if f.held & self.thread_mask[t] != 0 => BEFORE_DB,
+            _ => OTHER,
+        };
+        r.tiers[t].phases[f.phase] += now - f.since;
+        f.since = now;
+        f.phase = phase;
+    }
+
+    /// Execute the request's program until it blocks or ends.
+    fn advance(&mut self, slot: u32) {
+        loop {
+            let r = &mut self.reqs[slot as usize];
+            let Some(f) = r.frames.last_mut() else { return };
+            let (tier, server) = (f.tier as usize, f.server as usize);
+            let prog = self.programs[r.ty as usize * self.m.tiers.len() + tier].as_ref().expect("checked: program exists");
+            let Some(&ins) = prog.get(f.pc as usize) else {
+                self.leave_tier(slot);
+                if self.reqs[slot as usize].frames.is_empty() {
+                    self.finish_request(slot, Status::Ok);
+                    return;
+                }
+                continue;
+            };
+            f.pc += 1;
+            match ins {
+                Instr::Acquire(p) => {
+                    if !self.acquire(slot, server, p) {
+                        return;
+                    }
+                }
+                Instr::Release(p) => self.release(slot, p),
+                Instr::Cpu { station, demand } => {
+                    let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand));
+                    if work > 0.0 {
+                        let StationState::Cpu(ps) = &mut self.servers[server].stations[station as usize] else { unreachable!("checked: cpu station") };
+                        let t = ps.arrive(self.now, slot, work);
+                        let epoch = ps.epoch;
+                        self.events.push(t, Ev::StationDone { server: server as u32, station, epoch });
+                        return;
+                    }
+                }
+                Instr::Disk { station, accesses } => {
+                    let n = self.dists[accesses as usize].sample(self.rng.get(Stream::Demand)).round().max(0.0) as u32;
+                    self.reqs[slot as usize].disk_left = n;
+                    if self.next_disk_access(slot, server, station as usize) {
+                        return;
+                    }
+                }
+                Instr::Call(t) => {
+                    self.enter_tier(slot, t as usize);
+                    self.update_phase(slot);
+                }
+                Instr::LoopBegin { count, end } => {
+                    let n = self.dists[count as usize].sample(self.rng.get(Stream::Demand)).round().max(0.0) as u32;
+                    let r = &mut self.reqs[slot as usize];
+                    if n == 0 {
+                        r.frames.last_mut().expect("frame").pc = end;
+                    } else {
+                        let begin = r.frames.last().expect("frame").pc;
+                        r.loops.push((begin, n));
+                    }
+                }
+                Instr::LoopEnd { begin } => {
+                    let r = &mut self.reqs[slot as usize];
+                    let top = r.loops.last_mut().expect("loop open");
+                    top.1 -= 1;
+                    if top.1 > 0 {
+                        r.frames.last_mut().expect("frame").pc = begin;
+                    } else {
+                        r.loops.pop();
+                    }
+                }
+                Instr::Delay(d) => {
+                    let t = self.dists[d as usize].sample(self.rng.get(Stream::Demand));
+                    self.events.push(self.now + t, Ev::Resume { req: slot });
+                    return;
+                }
+                Instr::Transfer { link, bytes } => {
+                    let size = self.dists[bytes as usize].sample(self.rng.get(Stream::Demand));
+                    let spec = &self.m.links[link as usize];
+                    let seconds = size / spec.bandwidth;
+                    if spec.shared {
+                        let l = &mut self.links[link as usize];
+                        let t = l.arrive(self.now, slot, seconds);
+                        self.events.push(t, Ev::LinkDone { link, epoch: l.epoch });
+                    } else {
+                        let delay = spec.delay.sample(self.rng.get(Stream::Network));
+                        self.events.push(self.now + delay + seconds, Ev::Resume { req: slot });
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Try to take a token; false if the request now waits (or was rejected).
+    fn acquire(&mut self, slot: u32, server: usize, p: u16) -> bool {
+        let tier = self.servers[server].tier;
+        let spec = &self.m.tiers[tier].pools[p as usize];
+        let priority = self.m.types[self.reqs[slot as usize].ty as usize].priority;
+        self.next_ticket += 1;
+        let ticket = self.next_ticket;
+        match self.servers[server].pools[p as usize].acquire(self.now, spec, slot, priority, ticket) {
+            Acquire::Granted => {
+                self.take(slot, p);
+                true
+            }
+            Acquire::Queued => {
+                let r = &mut self.reqs[slot as usize];
+                r.ticket = ticket;
+                r.waiting_pool = p;
+                if let Some(t) = spec.timeout {
+                    self.events.push(self.now + t, Ev::PoolTimeout { req: slot, ticket });
+                }
+                self.update_phase(slot);
+                false
+            }
+            Acquire::Rejected => {
+                self.abort(slot, Status::Rejected);
+                false
+            }
+        }
+    }
+
+    /// The request now holds a token of pool `p` of its current server.
+    fn take(&mut self, slot: u32, p: u16) {
+        let r = &mut self.reqs[slot as usize];
+        r.ticket = 0;
+        let f = r.frames.last_mut().expect("frame");
+        f.held |= 1 << p;
+        if self.conn_mask[f.tier as usize] & (1 << p) != 0 {
+            r.tiers[f.tier as usize].db_requests += 1;
+        }
+        self.update_phase(slot);
+    }
+
+    fn release(&mut self, slot: u32, p: u16) {
+        let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
+        f.held &= !(1 << p);
+        let server = f.server as usize;
+        self.update_phase(slot);
+        self.give_back(server, p);
+    }
+
+    /// Return a token to its pool; the next live waiter gets it and resumes.
+    fn give_back(&mut self, server: usize, p: u16) {
+        let reqs = &self.reqs;
+        let next = self.servers[server].pools[p as usize].release(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
+        if let Some(waiter) = next {
+            self.take(waiter, p);
+            self.events.push(self.now, Ev::Resume { req: waiter });
+        }
+    }
+
+    /// Start the next disk access that misses the cache; false if none is left.
+    fn next_disk_access(&mut self, slot: u32, server: usize, station: usize) -> bool {
+        let tier = self.servers[server].tier;
+        let StationSpec::Disk { hit_ratio, .. } = self.m.tiers[tier].stations[station] else { unreachable!("checked: disk station") };
+        loop {
+            let r = &mut self.reqs[slot as usize];
+            if r.disk_left == 0 {
+                return false;
+            }
+            r.disk_left -= 1;
+            if self.rng.get(Stream::Demand).random::<f64>() >= hit_ratio {
+                break; // a cache miss: this access goes to the disk
+            }
+        }
+        let StationState::Disk(d) = &mut self.servers[server].stations[station] else { unreachable!() };
+        if d.arrive(self.now, slot) {
+            self.schedule_disk_service(server, station, slot);
+        }
+        true
+    }
+
+    fn schedule_disk_service(&mut self, server: usize, station: usize, req: u32) {
+        let tier = self.servers[server].tier;
+        let StationSpec::Disk { iops, constant_service, .. } = self.m.tiers[tier].stations[station] else { unreachable!() };
+        let t = if constant_service { 1.0 / iops } else { Dist::Exponential { mean: 1.0 / iops, max: None }.sample(self.rng.get(Stream::Demand)) };
+        self.events.push(self.now + t, Ev::DiskDone { server: server as u32, station: station as u16, req });
+    }
+
+    fn cpu_done(&mut self, server: usize, station: usize, epoch: u32) {
+        let StationState::Cpu(ps) = &mut self.servers[server].stations[station] else { unreachable!() };
+        if ps.epoch != epoch {
+            return; // superseded by a later arrival or departure
+        }
+        let (req, next) = ps.complete(self.now);
+        if let Some(t) = next {
+            let epoch = ps.epoch;
+            self.events.push(t, Ev::StationDone { server: server as u32, station: station as u16, epoch });
+        }
+        self.advance(req);
+    }
+
+    fn disk_done(&mut self, server: usize, station: usize, req: u32) {
+        let StationState::Disk(d) = &mut self.servers[server].stations[station] else { unreachable!() };
+        if let Some(next) = d.depart(self.now) {
+            self.schedule_disk_service(server, station, next);
+        }
+        if !self.next_disk_access(req, server, station) {
+            self.advance(req);
+        }
+    }
+
+    /// The top visit ends: release what it still holds, account its residence.
+    fn leave_tier(&mut self, slot: u32) {
+        self.update_phase(slot);
+        let now = self.now;
+        let r = &mut self.reqs[slot as usize];
+        let f = r.frames.pop().expect("frame");
+        r.loops.truncate(f.loop_base as usize);
+        r.tiers[f.tier as usize].time += now - f.entered;
+        let sv = &mut self.servers[f.server as usize];
+        sv.concurrency.add(now, -1.0);
+        sv.completions += 1;
+        sv.residence += now - f.entered;
+        if self.measuring {
+            sv.visits_total += 1;
+            sv.residence_total += now - f.entered;
+        }
+        let mut held = f.held;
+        while held != 0 {
+            let p = held.trailing_zeros() as u16;
+            held &= held - 1;
+            self.give_back(f.server as usize, p);
+        }
+    }
+
+    /// End a request early (rejected at a pool): every visit on its call stack ends
+    /// now and gives back what it holds.
+    fn abort(&mut self, slot: u32, status: Status) {
+        self.reqs[slot as usize].ticket = 0;
+        while !self.reqs[slot as usize].frames.is_empty() {
+            self.leave_tier(slot);
+        }
+        self.finish_request(slot, status);
+    }
+
+    fn finish_request(&mut self, slot: u32, status: Status) {
+        let now = self.now;
+        self.in_system.add(now, -1.0);
+        let r = &self.reqs[slot as usize];
+        if r.measured {
+            let rt = now - r.start;
+            self.little_count += 1;
+            self.little_time += rt;
+            for s in [&mut self.overall, &mut self.per_type[r.ty as usize]] {
+                s.status[status as usize] += 1;
+                if status == Status::Ok {
+                    s.latency.record(rt);
+                }
+            }
+            if let Some(rec) = &mut self.records {
+                rec.id.push(r.id);
+                rec.session.push(self.sessions.id(r.session));
+                rec.rtype.push(r.ty);
+                rec.status.push(status as u8);
+                rec.start.push(r.start);
+                rec.end.push(now);
+                rec.retransmissions.push(0);
+                for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
+                    col.server.push(acc.server);
+                    col.visits.push(acc.visits);
+                    col.time.push(acc.time);
+                    for (c, v) in col.phases.iter_mut().zip(acc.phases) {
+                        c.push(v);
+                    }
+                    col.db_requests.push(acc.db_requests);
+                }
+            }
+        }
+        let session = r.session;
+        self.free_reqs.push(slot);
+        self.request_done(session);
+    }
+
+    // ---- observation ---------------------------------------------------------------
+
+    fn close_window(&mut self) {
+        let (now, start) = (self.now, self.window_start);
+        let len = now - start;
+        let v = &mut self.series.values;
+        for sv in &mut self.servers {
+            v.push(sv.concurrency.close_window(now, len).0);
+            v.push(sv.arrivals as f64);
+            v.push(sv.completions as f64);
+            v.push(if sv.completions > 0 { sv.residence / sv.completions as f64 } else { f64::NAN });
+            (sv.arrivals, sv.completions, sv.residence) = (0, 0, 0.0);
+            for st in &mut sv.stations {
+                v.push(st.busy().close_window(now, len).0);
+            }
+            for p in &mut sv.pools {
+                let (busy, max) = p.busy.close_window(now, len);
+                v.extend([busy, max, p.queue.close_window(now, len).0, p.rejected_window as f64]);
+                p.rejected_window = 0;
+            }
+        }
+        for l in &mut self.links {
+            v.push(l.busy.close_window(now, len).0);
+        }
+        self.series.window_start.push(start);
+        self.window_start = now;
+    }
+
+    fn start_measuring(&mut self) {
+        let now = self.now;
+        self.measuring = true;
+        self.in_system.start_measuring(now);
+        for sv in &mut self.servers {
+            for st in &mut sv.stations {
+                st.busy().start_measuring(now);
+            }
+            for p in &mut sv.pools {
+                p.busy.start_measuring(now);
+                p.queue.start_measuring(now);
+                p.rejected_total = 0;
+            }
+        }
+        for l in &mut self.links {
+            l.busy.start_measuring(now);
+        }
+        self.sessions.start_measuring();
+    }
+
+    fn finish(mut self, interrupted: bool) -> Output {
+        let now = self.now;
+        let span = (now - self.m.run.warmup).max(0.0);
+        let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+        let status_json = |s: &TypeStats| -> Value { STATUS_NAMES.iter().zip(s.status).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<_, _>>().into() };
+        let mut types = Map::new();
+        for (ty, s) in self.m.types.iter().zip(&self.per_type) {
+            types.insert(ty.name.clone(), json!({
+                "requests": status_json(s),
+                "throughput": per_s(s.status[0] as f64),
+                "response_time": s.latency.to_json(),
+            }));
+        }
+        let mut tiers = Map::new();
+        for (ti, t) in self.m.tiers.iter().enumerate() {
+            let mut servers = Vec::new();
+            for sv in self.servers.iter_mut().filter(|sv| sv.tier == ti) {
+                let stations: Map<_, _> = t.stations.iter().zip(&mut sv.stations).map(|(spec, st)| {
+                    let name = match spec { StationSpec::Cpu { name, .. } | StationSpec::Disk { name, .. } => name.clone() };
+                    (name, json!({ "utilization": per_s(st.busy().total_area(now)) }))
+                }).collect();
+                let pools: Map<_, _> = t.pools.iter().zip(&mut sv.pools).map(|(spec, p)| {
+                    (spec.name.clone(), json!({
+                        "size": spec.size,
+                        "mean_busy": per_s(p.busy.total_area(now)),
+                        "mean_queued": per_s(p.queue.total_area(now)),
+                        "rejected": p.rejected_total,
+                    }))
+                }).collect();
+                servers.push(json!({
+                    "visits": sv.visits_total,
+                    "throughput": per_s(sv.visits_total as f64),
+                    "mean_residence": if sv.visits_total > 0 { sv.residence_total / sv.visits_total as f64 } else { 0.0 },
+                    "stations": stations,
+                    "pools": pools,
+                }));
+            }
+            tiers.insert(t.name.clone(), json!({ "servers": servers }));
+        }
+        let links: Map<_, _> = self.m.links.iter().zip(&mut self.links).map(|(spec, l)| (spec.name.clone(), json!({ "utilization": per_s(l.busy.total_area(now)) }))).collect();
+        let in_flight = self.reqs.len() - self.free_reqs.len();
+        let summary = json!({
+            "seed": self.m.run.seed,
+            "duration": self.m.run.duration,
+            "warmup": self.m.run.warmup,
+            "measured_seconds": span,
+            "simulated_until": now,
+            "interrupted": interrupted,
+            "events": self.events_done,
+            "requests": status_json(&self.overall),
+            "in_flight_at_end": in_flight,
+            "throughput": per_s(self.overall.status[0] as f64),
+            "response_time": self.overall.latency.to_json(),
+            "types": types,
+            "tiers": tiers,
+            "links": links,
+            "sessions": self.sessions.summary(per_s(1.0)),
+            "little": {
+                "mean_in_system": per_s(self.in_system.total_area(now)),
+                "arrival_rate": per_s(self.little_count as f64),
+                "mean_time_in_system": if self.little_count > 0 { self.little_time / self.little_count as f64 } else { 0.0 },
+            },
+        });
+        Output {
+            summary,
+            series: std::mem::take(&mut self.series),
+            records: self.records.take(),
+            type_names: self.m.types.iter().map(|t| t.name.clone()).collect(),
+            tier_names: self.m.tiers.iter().map(|t| t.name.clone()).collect(),
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! tierlab's discrete-event engine: multi-tier systems with soft resources (thread and
+//! connection pools) and hardware stations, driven by session workloads.
+//!
+//! Input is a resolved [`model::Model`] (JSON from the Python model compiler); output is
+//! a summary, a per-window time series and optional per-request records
+//! ([`stats::Output`]), the trace schema of `docs/trace.md`.
+
+pub mod dist;
+mod engine;
+mod events;
+pub mod model;
+mod pool;
+mod program;
+mod rng;
+mod session;
+mod station;
+pub mod stats;
+mod timeavg;
+
+pub use engine::Sim;
+
+/// Simulate a model given as engine JSON. `tick(fraction)` may return false to stop.
+pub fn simulate(model_json: &str, tick: impl FnMut(f64) -> bool) -> Result<stats::Output, String> {
+    let model = model::Model::from_json(model_json)?;
+    Ok(Sim::new(model).run(tick))
+}

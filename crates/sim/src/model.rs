@@ -1,0 +1,245 @@
+//! The engine's input: a fully resolved model (names already turned into indices by
+//! the Python compiler, which also did the user-facing validation). `Model::check`
+//! re-verifies the invariants the engine relies on, so a hand-written JSON gets an
+//! error, not a panic.
+
+use crate::dist::Dist;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    pub tiers: Vec<Tier>,
+    #[serde(default)]
+    pub links: Vec<Link>,
+    pub types: Vec<RequestType>,
+    pub workload: Workload,
+    pub run: Run,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tier {
+    pub name: String,
+    pub servers: usize,
+    /// Relative dispatch weights, one per server (empty = equal).
+    #[serde(default)]
+    pub weights: Vec<u32>,
+    #[serde(default)]
+    pub pools: Vec<Pool>,
+    #[serde(default)]
+    pub stations: Vec<Station>,
+}
+
+/// What a pool's tokens are; it decides which request phase holding or waiting counts as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PoolKind {
+    Threads,
+    Connections,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Discipline {
+    Fifo,
+    Priority,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pool {
+    pub name: String,
+    pub kind: PoolKind,
+    pub size: u32,
+    /// Seconds a request may wait for a token before it is rejected; None = forever.
+    pub timeout: Option<f64>,
+    /// Waiters beyond this are rejected at once; None = unbounded.
+    pub max_queue: Option<u32>,
+    pub discipline: Discipline,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Station {
+    /// Processor sharing over `cores`; with n jobs each progresses at
+    /// min(1, cores/n) / (1 + Σ_j overhead[j]·(n−1)^(j+1)).
+    Cpu { name: String, cores: u32, overhead: Vec<f64> },
+    /// FCFS with `channels` servers; each access misses the cache with probability
+    /// 1 − hit_ratio and then takes an exponential (or constant) 1/iops seconds.
+    Disk { name: String, iops: f64, hit_ratio: f64, channels: u32, constant_service: bool },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    pub name: String,
+    /// Bytes per second.
+    pub bandwidth: f64,
+    pub delay: Dist,
+    /// Shared: concurrent transfers divide the bandwidth (processor sharing);
+    /// otherwise every transfer has the whole bandwidth (one link per client).
+    pub shared: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestType {
+    pub name: String,
+    /// Lower is served first by `priority` pools.
+    pub priority: i32,
+    /// One step program per tier (None where the type never runs on that tier).
+    pub programs: Vec<Option<Vec<Step>>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Step {
+    Acquire { pool: usize },
+    Release { pool: usize },
+    Cpu { station: usize, demand: Dist },
+    Disk { station: usize, accesses: Dist },
+    Call { tier: usize },
+    Loop { count: Dist, body: Vec<Step> },
+    Delay { time: Dist },
+    Transfer { link: usize, bytes: Dist },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    pub entry_tier: usize,
+    pub population: Population,
+    pub chain: Chain,
+    pub think: Dist,
+    pub end: SessionEnd,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Population {
+    Closed { clients: u32 },
+    Open { session_rate: f64 },
+}
+
+/// What a chain state does when entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(tag = "kind", content = "type", rename_all = "lowercase")]
+pub enum StateRole {
+    /// Issue a request of this type.
+    Request(usize),
+    /// Re-issue the previous page (a history stack, as the RUBBoS/RUBiS clients do).
+    Back,
+    /// End the session.
+    End,
+    /// A start-only state that issues nothing (TPC-W's INIT).
+    Entry,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Chain {
+    pub roles: Vec<StateRole>,
+    pub start: usize,
+    /// Row-stochastic matrix, rows = from, columns = to.
+    pub matrix: Vec<Vec<f64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SessionEnd {
+    /// Only an End state of the chain ends a session.
+    Chain,
+    /// After a drawn number of requests (rounded, at least 1).
+    AfterRequests { count: Dist },
+    /// After a drawn duration, at the next entry into `at_state` (or at once if None).
+    AfterTime { duration: Dist, at_state: Option<usize> },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    pub duration: f64,
+    pub warmup: f64,
+    pub seed: u64,
+    pub window: f64,
+    pub records: bool,
+}
+
+impl Model {
+    pub fn from_json(s: &str) -> Result<Model, String> {
+        let m: Model = serde_json::from_str(s).map_err(|e| format!("engine model: {e}"))?;
+        m.check()?;
+        Ok(m)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let nt = self.tiers.len();
+        let fail = |what: String| Err(format!("engine model: {what}"));
+        if nt == 0 || self.types.is_empty() {
+            return fail("needs at least one tier and one request type".into());
+        }
+        for t in &self.tiers {
+            if t.servers == 0 {
+                return fail(format!("tier {}: servers must be ≥ 1", t.name));
+            }
+            if !t.weights.is_empty() && (t.weights.len() != t.servers || t.weights.iter().all(|w| *w == 0)) {
+                return fail(format!("tier {}: weights need one positive entry per server", t.name));
+            }
+        }
+        for ty in &self.types {
+            if ty.programs.len() != nt {
+                return fail(format!("type {}: one program slot per tier expected", ty.name));
+            }
+            for (ti, prog) in ty.programs.iter().enumerate() {
+                if let Some(p) = prog {
+                    self.check_steps(ty, ti, p)?;
+                }
+            }
+        }
+        let w = &self.workload;
+        if w.entry_tier >= nt {
+            return fail("workload.entry_tier out of range".into());
+        }
+        let c = &w.chain;
+        let ns = c.roles.len();
+        if c.start >= ns || c.matrix.len() != ns || c.matrix.iter().any(|r| r.len() != ns) {
+            return fail("workload.chain: matrix must be square over its states".into());
+        }
+        for role in &c.roles {
+            if let StateRole::Request(t) = role {
+                if *t >= self.types.len() || self.types[*t].programs[w.entry_tier].is_none() {
+                    return fail("workload.chain: a state names a type with no entry-tier program".into());
+                }
+            }
+        }
+        let r = &self.run;
+        if !(r.duration > 0.0 && r.warmup >= 0.0 && r.warmup < r.duration && r.window > 0.0) {
+            return fail("run: need duration > warmup ≥ 0 and window > 0".into());
+        }
+        Ok(())
+    }
+
+    fn check_steps(&self, ty: &RequestType, tier: usize, steps: &[Step]) -> Result<(), String> {
+        let t = &self.tiers[tier];
+        for s in steps {
+            let bad = match s {
+                Step::Acquire { pool } | Step::Release { pool } => *pool >= t.pools.len(),
+                Step::Cpu { station, .. } => !matches!(t.stations.get(*station), Some(Station::Cpu { .. })),
+                Step::Disk { station, .. } => !matches!(t.stations.get(*station), Some(Station::Disk { .. })),
+                Step::Call { tier: callee } => ty.programs.get(*callee).is_none_or(|p| p.is_none()),
+                Step::Transfer { link, .. } => *link >= self.links.len(),
+                Step::Loop { body, .. } => {
+                    self.check_steps(ty, tier, body)?;
+                    false
+                }
+                Step::Delay { .. } => false,
+            };
+            if bad {
+                return Err(format!("engine model: type {}, tier {}: step {s:?} names something that does not exist", ty.name, t.name));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,224 @@
+//! The workload: sessions walking a Markov chain of request types with think times,
+//! as an open (Poisson session arrivals) or closed (N emulated browsers) population.
+
+use rand::RngExt;
+use serde_json::{json, Value};
+
+use crate::engine::Sim;
+use crate::events::Ev;
+use crate::model::{Population, SessionEnd, StateRole, Workload};
+use crate::rng::Stream;
+
+/// Pages kept for BACK; older ones are forgotten.
+const HISTORY: usize = 64;
+
+#[derive(Default)]
+struct Session {
+    id: u64,
+    state: usize,
+    history: Vec<usize>,
+    requests: u64,
+    limit: u64,
+    deadline: f64,
+    /// The request type to send when the think time ends.
+    pending: usize,
+}
+
+pub struct Sessions {
+    slots: Vec<Session>,
+    free: Vec<u32>,
+    next_id: u64,
+    /// Cumulative transition probabilities, row = from.
+    cumulative: Vec<Vec<f64>>,
+    measuring: bool,
+    started: u64,
+    completed: u64,
+    requests_of_completed: u64,
+}
+
+impl Sessions {
+    pub fn new(w: &Workload) -> Self {
+        let cumulative = w
+            .chain
+            .matrix
+            .iter()
+            .map(|row| {
+                let mut acc = 0.0;
+                row.iter().map(|p| {
+                    acc += p;
+                    acc
+                }).collect()
+            })
+            .collect();
+        Sessions { slots: Vec::new(), free: Vec::new(), next_id: 0, cumulative, measuring: false, started: 0, completed: 0, requests_of_completed: 0 }
+    }
+
+    pub fn id(&self, slot: u32) -> u64 {
+        self.slots[slot as usize].id
+    }
+
+    pub fn start_measuring(&mut self) {
+        self.measuring = true;
+    }
+
+    pub fn summary(&self, per_second: f64) -> Value {
+        json!({
+            "started": self.started,
+            "completed": self.completed,
+            "throughput": self.completed as f64 * per_second,
+            "mean_requests": if self.completed > 0 { self.requests_of_completed as f64 / self.completed as f64 } else { 0.0 },
+        })
+    }
+}
+
+impl Sim {
+    pub(crate) fn start_workload(&mut self) {
+        match self.m.workload.population {
+            Population::Closed { clients } => {
+                for _ in 0..clients {
+                    self.new_session_after_think();
+                }
+            }
+            Population::Open { .. } => self.schedule_arrival(),
+        }
+    }
+
+    fn schedule_arrival(&mut self) {
+        let Population::Open { session_rate } = self.m.workload.population else { return };
+        let gap: f64 = rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, self.rng.get(Stream::Arrivals)) / session_rate;
+        self.events.push(self.now + gap, Ev::SessionArrival);
+    }
+
+    pub(crate) fn session_arrival(&mut self) {
+        self.schedule_arrival();
+        if let Some((slot, ty)) = self.begin_session() {
+            self.start_request(slot, ty);
+        }
+    }
+
+    /// A closed-population client starts its next session with a think time.
+    fn new_session_after_think(&mut self) {
+        if let Some((slot, ty)) = self.begin_session() {
+            self.sessions.slots[slot as usize].pending = ty;
+            self.schedule_send(slot);
+        }
+    }
+
+    fn schedule_send(&mut self, slot: u32) {
+        let think = self.m.workload.think.sample(self.rng.get(Stream::Think));
+        self.events.push(self.now + think, Ev::Send { session: slot });
+    }
+
+    pub(crate) fn send(&mut self, slot: u32) {
+        let ty = self.sessions.slots[slot as usize].pending;
+        self.start_request(slot, ty);
+    }
+
+    /// Create a session and choose its first page; None if it ends before any request.
+    fn begin_session(&mut self) -> Option<(u32, usize)> {
+        let s = &mut self.sessions;
+        let slot = s.free.pop().unwrap_or_else(|| {
+            s.slots.push(Session::default());
+            (s.slots.len() - 1) as u32
+        });
+        s.next_id += 1;
+        if s.measuring {
+            s.started += 1;
+        }
+        let w = &self.m.workload;
+        let (limit, deadline) = match &w.end {
+            SessionEnd::Chain => (u64::MAX, f64::INFINITY),
+            SessionEnd::AfterRequests { count } => (count.sample(self.rng.get(Stream::Session)).round().max(1.0) as u64, f64::INFINITY),
+            SessionEnd::AfterTime { duration, .. } => (u64::MAX, self.now + duration.sample(self.rng.get(Stream::Session))),
+        };
+        let start = w.chain.start;
+        let sess = &mut self.sessions.slots[slot as usize];
+        let history = std::mem::take(&mut sess.history);
+        *sess = Session { id: self.sessions.next_id, state: start, history, requests: 0, limit, deadline, pending: 0 };
+        sess.history.clear();
+        let first = match w.chain.roles[start] {
+            StateRole::Request(ty) => {
+                sess.history.push(start);
+                Some(ty)
+            }
+            _ => self.navigate(slot),
+        };
+        match first {
+            Some(ty) => Some((slot, ty)),
+            None => {
+                self.end_session(slot);
+                None
+            }
+        }
+    }
+
+    /// A request of the session finished (any status): choose what comes next.
+    pub(crate) fn request_done(&mut self, slot: u32) {
+        let sess = &mut self.sessions.slots[slot as usize];
+        sess.requests += 1;
+        let next = if sess.requests >= sess.limit { None } else { self.navigate(slot) };
+        match next {
+            Some(ty) => {
+                self.sessions.slots[slot as usize].pending = ty;
+                self.schedule_send(slot);
+            }
+            None => self.end_session(slot),
+        }
+    }
+
+    fn end_session(&mut self, slot: u32) {
+        let s = &mut self.sessions;
+        if s.measuring {
+            s.completed += 1;
+            s.requests_of_completed += s.slots[slot as usize].requests;
+        }
+        s.free.push(slot);
+        if matches!(self.m.workload.population, Population::Closed { .. }) {
+            self.new_session_after_think();
+        }
+    }
+
+    /// Walk the chain from the session's current state to its next page; None = the
+    /// session ends (End state, BACK with no history, or the session-time rule).
+    fn navigate(&mut self, slot: u32) -> Option<usize> {
+        let chain = &self.m.workload.chain;
+        let at_state = match self.m.workload.end {
+            SessionEnd::AfterTime { at_state, .. } => at_state,
+            _ => None,
+        };
+        let now = self.now;
+        let rng = self.rng.get(Stream::Navigation);
+        let sess = &mut self.sessions.slots[slot as usize];
+        // Bounded: a chain of Entry states that never reaches a page ends the session.
+        for _ in 0..1000 {
+            let row = &self.sessions.cumulative[sess.state];
+            let u = rng.random::<f64>() * row[row.len() - 1];
+            let to = row.partition_point(|c| *c <= u).min(row.len() - 1);
+            let page = match chain.roles[to] {
+                StateRole::End => return None,
+                StateRole::Entry => {
+                    sess.state = to;
+                    continue;
+                }
+                StateRole::Back => {
+                    sess.history.pop();
+                    *sess.history.last()?
+                }
+                StateRole::Request(_) => {
+                    if sess.history.len() == HISTORY {
+                        sess.history.remove(0);
+                    }
+                    sess.history.push(to);
+                    to
+                }
+            };
+            if now >= sess.deadline && at_state.is_none_or(|s| s == page) {
+                return None;
+            }
+            sess.state = page;
+            let StateRole::Request(ty) = chain.roles[page] else { unreachable!("history holds pages only") };
+            return Some(ty);
+        }
+        None
+    }
+}

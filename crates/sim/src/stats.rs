@@ -1,0 +1,116 @@
+//! What a run produces: streaming summary statistics (bounded memory), the per-window
+//! time series, and — only when asked — one record per request.
+
+use hdrhistogram::Histogram;
+use serde_json::{json, Value};
+
+/// Request outcome, as in the trace schema (docs/trace.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Status {
+    Ok = 0,
+    Rejected = 1,
+    Timeout = 2,
+    Error = 3,
+}
+pub const STATUS_NAMES: [&str; 4] = ["ok", "rejected", "timeout", "error"];
+
+/// Per-tier phases of a request (Totok & Karamcheti, eq. 1).
+pub const PHASES: [&str; 5] = ["wait_thread", "before_db", "wait_db", "with_db", "other"];
+pub const WAIT_THREAD: usize = 0;
+pub const BEFORE_DB: usize = 1;
+pub const WAIT_DB: usize = 2;
+pub const WITH_DB: usize = 3;
+pub const OTHER: usize = 4;
+
+/// A response-time distribution: HdrHistogram (µs, 3 significant digits) plus the
+/// exact sum for the mean.
+pub struct Latency {
+    hist: Histogram<u64>,
+    sum: f64,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency { hist: Histogram::new(3).expect("3 significant digits is valid"), sum: 0.0 }
+    }
+}
+
+impl Latency {
+    pub fn record(&mut self, seconds: f64) {
+        self.hist.saturating_record((seconds * 1e6).round() as u64);
+        self.sum += seconds;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    pub fn to_json(&self) -> Value {
+        let n = self.hist.len();
+        if n == 0 {
+            return Value::Null;
+        }
+        let q = |p: f64| self.hist.value_at_quantile(p) as f64 / 1e6;
+        json!({
+            "mean": self.sum / n as f64,
+            "p50": q(0.5), "p90": q(0.9), "p95": q(0.95), "p98": q(0.98), "p99": q(0.99), "p99.9": q(0.999),
+            "max": self.hist.max() as f64 / 1e6,
+        })
+    }
+}
+
+/// One request type's (or all requests') counters.
+#[derive(Default)]
+pub struct TypeStats {
+    pub latency: Latency,
+    pub status: [u64; 4],
+}
+
+/// Identifies one column of the time series: a metric of a server or of one of its
+/// resources (`resource` empty for the server itself).
+#[derive(Debug, Clone)]
+pub struct SeriesMeta {
+    pub tier: String,
+    pub server: u32,
+    pub resource: String,
+    pub metric: &'static str,
+}
+
+/// Windows × series, row-major.
+#[derive(Default)]
+pub struct TimeSeries {
+    pub meta: Vec<SeriesMeta>,
+    pub window_start: Vec<f64>,
+    pub values: Vec<f64>,
+}
+
+/// Per-tier columns of the request records.
+#[derive(Default)]
+pub struct TierColumns {
+    pub server: Vec<i32>,
+    pub visits: Vec<u32>,
+    pub time: Vec<f64>,
+    pub phases: [Vec<f64>; 5],
+    pub db_requests: Vec<u32>,
+}
+
+#[derive(Default)]
+pub struct Records {
+    pub id: Vec<u64>,
+    pub session: Vec<u64>,
+    pub rtype: Vec<u32>,
+    pub status: Vec<u8>,
+    pub start: Vec<f64>,
+    pub end: Vec<f64>,
+    pub retransmissions: Vec<u32>,
+    pub tiers: Vec<TierColumns>,
+}
+
+pub struct Output {
+    pub summary: Value,
+    pub series: TimeSeries,
+    pub records: Option<Records>,
+    pub type_names: Vec<String>,
+    pub tier_names: Vec<String>,
+}

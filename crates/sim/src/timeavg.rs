@@ -1,0 +1,66 @@
+//! A piecewise-constant quantity (jobs, busy tokens, queue length) integrated over time,
+//! both per monitoring window and over the measured period.
+
+#[derive(Debug, Clone, Default)]
+pub struct TimeAvg {
+    value: f64,
+    last: f64,
+    window_area: f64,
+    window_max: f64,
+    total_area: f64,
+}
+
+impl TimeAvg {
+    #[inline]
+    pub fn set(&mut self, now: f64, value: f64) {
+        let area = self.value * (now - self.last);
+        self.window_area += area;
+        self.total_area += area;
+        self.last = now;
+        self.value = value;
+        if value > self.window_max {
+            self.window_max = value;
+        }
+    }
+
+    #[inline]
+    pub fn add(&mut self, now: f64, delta: f64) {
+        self.set(now, self.value + delta);
+    }
+
+    /// (time average, maximum) over the window ending now; starts the next window.
+    pub fn close_window(&mut self, now: f64, length: f64) -> (f64, f64) {
+        self.set(now, self.value);
+        let out = (self.window_area / length, self.window_max);
+        self.window_area = 0.0;
+        self.window_max = self.value;
+        out
+    }
+
+    /// Forget the warm-up: the measured period starts now.
+    pub fn start_measuring(&mut self, now: f64) {
+        self.set(now, self.value);
+        self.total_area = 0.0;
+    }
+
+    /// Integral over the measured period, up to now.
+    pub fn total_area(&mut self, now: f64) -> f64 {
+        self.set(now, self.value);
+        self.total_area
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integrates_piecewise_constant_values() {
+        let mut a = TimeAvg::default();
+        a.set(1.0, 2.0); // 0 on [0,1)
+        a.set(3.0, 1.0); // 2 on [1,3)
+        let (mean, max) = a.close_window(4.0, 4.0); // 1 on [3,4)
+        assert_eq!((mean, max), ((0.0 + 4.0 + 1.0) / 4.0, 2.0));
+        assert_eq!(a.total_area(5.0), 6.0);
+    }
+}
