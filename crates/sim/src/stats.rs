@@ -32,7 +32,8 @@ pub struct Latency {
 
 impl Default for Latency {
     fn default() -> Self {
-        Latency { hist: Histogram::new(3).expect("3 significant digits is valid"), sum: 0.0 }
+        // 1 µs to 10 days: fixed bounds keep the memory per histogram constant.
+        Latency { hist: Histogram::new_with_bounds(1, 864_000_000_000, 3).expect("valid bounds"), sum: 0.0 }
     }
 }
 

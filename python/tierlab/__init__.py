@@ -1,0 +1,18 @@
+"""tierlab: find and fix the soft-resource bottlenecks of multi-tier web applications."""
+
+from .errors import ModelError, TraceError
+from .model import LoadedModel, ModelWarning, load_model
+from .sim import SimulationInterrupted, simulate
+from .trace import Trace, read_trace
+
+__all__ = [
+    "LoadedModel",
+    "ModelError",
+    "ModelWarning",
+    "SimulationInterrupted",
+    "Trace",
+    "TraceError",
+    "load_model",
+    "read_trace",
+    "simulate",
+]

@@ -1,0 +1,134 @@
+"""`tierlab` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from .errors import ModelError, TraceError
+from .model import ModelWarning, json_schema, load_model
+from .sim import SimulationInterrupted, simulate
+from .trace import Trace
+
+err = Console(stderr=True)
+out = Console()
+
+
+@click.group()
+@click.version_option(package_name="tierlab")
+def cli() -> None:
+    """Find and fix the soft-resource bottlenecks of multi-tier web applications."""
+
+
+@cli.command("simulate")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace.")
+@click.option("--seed", type=int, help="Override run.seed.")
+@click.option("--duration", type=float, help="Override run.duration (seconds).")
+@click.option("--warmup", type=float, help="Override run.warmup (seconds).")
+@click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
+@click.option("--quiet", is_flag=True, help="No progress bar or tables.")
+def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
+    """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
+    loaded = load_model(model)
+    with Progress(
+        TextColumn("[bold]simulating[/] {task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>5.1f}%"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        disable=quiet,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(loaded.spec.name, total=1.0)
+        try:
+            trace = simulate(loaded, seed=seed, duration=duration, warmup=warmup, records=records, progress=lambda f: bar.update(task, completed=f))
+            stopped = False
+        except SimulationInterrupted as e:
+            trace, stopped = e.result, True
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace)
+    if stopped:
+        err.print(f"[yellow]interrupted[/] at t = {trace.summary['simulated_until']:.1f} s; wrote what was measured to {folder}")
+        sys.exit(130)
+    err.print(f"trace written to [bold]{folder}[/]")
+
+
+@cli.command("schema")
+def schema_cmd() -> None:
+    """Print the model file's JSON Schema (for editor completion and validation)."""
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+def _ms(x) -> str:
+    return "—" if x is None else f"{1000 * x:.1f}"
+
+
+def print_summary(trace: Trace) -> None:
+    s = trace.summary
+    req = s["requests"]
+    rt = s["response_time"] or {}
+    out.print(
+        f"[bold]{s['model']}[/]: {s['measured_seconds']:.0f} s measured, throughput [bold]{s['throughput']:.2f}[/] req/s, "
+        f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
+        f"timeout {req['timeout']}, error {req['error']}, in flight at end {s['in_flight_at_end']}"
+    )
+    t = Table(title="response time (ms)", title_justify="left")
+    for c in ["type", "ok", "rejected", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
+        t.add_column(c, justify="left" if c == "type" else "right")
+    rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], v["response_time"] or {}) for n, v in s["types"].items()]
+    for name, r, x, q in rows:
+        t.add_row(name, str(r["ok"]), str(r["rejected"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
+    out.print(t)
+    u = Table(title="resources (measured period)", title_justify="left")
+    for c in ["tier", "server", "resource", "utilization / mean busy", "mean queued", "rejected"]:
+        u.add_column(c)
+    for tier, tv in s["tiers"].items():
+        for i, sv in enumerate(tv["servers"]):
+            for name, st in sv["stations"].items():
+                u.add_row(tier, str(i), name, f"{st['utilization']:.1%}", "", "")
+            for name, p in sv["pools"].items():
+                u.add_row(tier, str(i), name, f"{p['mean_busy']:.2f} / {p['size']}", f"{p['mean_queued']:.2f}", str(p["rejected"]))
+    out.print(u)
+
+
+def main() -> None:
+    """Entry point: user errors are one clear message, never a traceback."""
+    debug = bool(os.environ.get("TIERLAB_DEBUG"))
+
+    def show_warning(message, category, filename, lineno, file=None, line=None):
+        err.print(f"[yellow]warning:[/] {message}")
+
+    warnings.showwarning = show_warning
+    warnings.simplefilter("always", ModelWarning)
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except (ModelError, TraceError) as e:
+        err.print(f"error: {e}", style="red", markup=False, highlight=False)
+        sys.exit(2)
+    except Exception as e:  # noqa: BLE001 — the last line of defence for a clear message
+        if debug:
+            raise
+        err.print(f"error: {type(e).__name__}: {e}", style="red", markup=False, highlight=False)
+        err.print("(set TIERLAB_DEBUG=1 for the traceback)", style="dim")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

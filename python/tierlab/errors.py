@@ -1,0 +1,18 @@
+"""Errors a user can act on: each names the field (as a path into the model) and the fix."""
+
+from __future__ import annotations
+
+
+class ModelError(ValueError):
+    """The model file is invalid. ``problems`` lists (field path, message) pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]], source: str | None = None):
+        self.problems = problems
+        self.source = source
+        where = f" in {source}" if source else ""
+        lines = [f"  {path or '<model>'}: {msg}" for path, msg in problems]
+        super().__init__(f"invalid model{where}:\n" + "\n".join(lines))
+
+
+class TraceError(ValueError):
+    """A trace folder is missing a table or has the wrong columns."""

@@ -1,0 +1,97 @@
+"""The model: YAML validated by pydantic (`spec`), compiled to the engine's input."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import ModelError
+from .compile import compile_model
+from .spec import Model
+
+
+class ModelWarning(UserWarning):
+    """The model is valid but probably not what was meant (e.g. an overloaded open workload)."""
+
+
+@dataclass
+class LoadedModel:
+    spec: Model
+    base_dir: Path
+    source: str | None = None
+
+    def engine(self) -> dict:
+        """The engine input; raises ModelError, and warns (ModelWarning) about overload."""
+        engine, problems, warns = compile_model(self.spec, self.base_dir)
+        if problems:
+            raise ModelError(problems, self.source)
+        for w in warns:
+            warnings.warn(w, ModelWarning, stacklevel=3)
+        return engine
+
+    def with_run(self, **changes: Any) -> "LoadedModel":
+        """A copy with run settings (seed, duration, …) replaced; None values are ignored."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        run = self.spec.run.model_copy(update=changes)
+        try:
+            run = type(run).model_validate(run.model_dump())
+        except ValidationError as e:
+            raise _model_error(e, self.source, prefix="run") from None
+        return LoadedModel(self.spec.model_copy(update={"run": run}), self.base_dir, self.source)
+
+
+def _loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def _model_error(e: ValidationError, source: str | None, prefix: str = "") -> ModelError:
+    problems = []
+    for err in e.errors():
+        path = _loc(err["loc"])
+        if prefix:
+            path = f"{prefix}.{path}" if path else prefix
+        problems.append((path, err["msg"]))
+    return ModelError(problems, source)
+
+
+def load_model(source: "str | Path | dict | Model | LoadedModel", base_dir: Path | None = None) -> LoadedModel:
+    """Load a model from a YAML file path, a YAML/JSON mapping, or a pydantic Model.
+
+    Relative paths inside the model (chain CSVs) resolve against the file's folder, or
+    `base_dir`, or the current directory."""
+    if isinstance(source, LoadedModel):
+        return source
+    name = None
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_file():
+            raise ModelError([("", f"model file not found: {path}")], str(path))
+        name = str(path)
+        base_dir = base_dir or path.parent
+        try:
+            source = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as e:
+            raise ModelError([("", f"not valid YAML: {e}")], name) from None
+    if isinstance(source, dict):
+        try:
+            source = Model.model_validate(source)
+        except ValidationError as e:
+            raise _model_error(e, name) from None
+    if not isinstance(source, Model):
+        raise ModelError([("", f"expected a mapping at the top level, got {type(source).__name__}")], name)
+    return LoadedModel(source, Path(base_dir or Path.cwd()), name)
+
+
+def json_schema() -> dict:
+    return Model.model_json_schema()
+
+
+__all__ = ["Model", "LoadedModel", "ModelWarning", "load_model", "json_schema"]

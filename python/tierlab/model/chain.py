@@ -1,0 +1,115 @@
+"""Session navigation chains: loading (CSV or inline), checking, and the visit mix
+they produce."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .spec import Chain
+
+ROW_SUM_TOLERANCE = 1e-3  # published matrices are rounded to 4 decimals (TPC-W rows sum to 0.9999)
+
+
+@dataclass
+class ChainData:
+    states: list[str]
+    matrix: np.ndarray  # square over `states`; BACK and END rows are zero
+
+    def index(self, state: str) -> int:
+        return self.states.index(state)
+
+
+def load(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tuple[ChainData | None, list[tuple[str, str]]]:
+    """Read and check a chain; returns (data or None, problems)."""
+    problems: list[tuple[str, str]] = []
+    if (chain.csv is None) == (chain.matrix is None):
+        return None, [(path, "give exactly one of `csv` (a file) or `matrix` (inline {from: {to: p}})")]
+    if chain.csv is not None:
+        rows, err = _read_csv(base_dir / chain.csv)
+        if err:
+            return None, [(f"{path}.csv", err)]
+    else:
+        rows = chain.matrix
+    states = list(rows)
+    for r in rows.values():
+        states += [s for s in r if s not in states]
+    n = len(states)
+    matrix = np.zeros((n, n))
+    for frm, row in rows.items():
+        for to, p in row.items():
+            matrix[states.index(frm), states.index(to)] = p
+    for i, s in enumerate(states):
+        total = matrix[i].sum()
+        if s not in rows:
+            if s not in (chain.back, chain.end):
+                problems.append((path, f"state {s!r} can be entered but has no row of its own; add its row, or name it as `back`/`end`"))
+            continue
+        if total <= 0:
+            problems.append((f"{path} row {s!r}", "all probabilities are zero; every state needs a way out"))
+        elif abs(total - 1) > ROW_SUM_TOLERANCE and not chain.normalize:
+            problems.append((f"{path} row {s!r}", f"probabilities sum to {total:.6g}, not 1; fix the row or set `normalize: true` to rescale it"))
+        else:
+            matrix[i] /= total
+    if chain.start not in states:
+        problems.append((f"{path}.start", f"{chain.start!r} is not a state of the chain (states: {', '.join(states[:8])}…)"))
+    return ChainData(states, matrix), problems
+
+
+def _read_csv(file: Path) -> tuple[dict, str | None]:
+    if not file.is_file():
+        return {}, f"file not found: {file}"
+    with file.open(newline="") as fh:
+        table = list(csv.reader(fh))
+    if len(table) < 2:
+        return {}, f"{file}: needs a header row and at least one state row"
+    header = [h.strip() for h in table[0][1:]]
+    keep = [j for j, h in enumerate(header) if h != "row_sum"]  # RUBBoS/RUBiS raw files carry a row_sum column
+    rows: dict[str, dict[str, float]] = {}
+    for ln, line in enumerate(table[1:], start=2):
+        if not any(c.strip() for c in line):
+            continue
+        cells = line[1:]
+        if len(cells) != len(header):
+            return {}, f"{file} line {ln}: {len(cells)} values for {len(header)} columns"
+        try:
+            rows[line[0].strip()] = {header[j]: float(cells[j]) for j in keep if float(cells[j]) != 0}
+        except ValueError:
+            return {}, f"{file} line {ln}: a value is not a number"
+        if any(float(cells[j]) < 0 for j in keep):
+            return {}, f"{file} line {ln}: negative probability"
+    return rows, None
+
+
+def visit_mix(data: ChainData, start: int, roles: list[str]) -> tuple[dict[str, float], float]:
+    """Fraction of requests per state and mean requests per session.
+
+    ``roles[i]`` is "page", "back", "end" or "entry". With an end state this is the
+    expected number of visits from `start` (absorbing chain); without one, the
+    stationary distribution (sessions never end by the chain). BACK is approximated
+    as re-requesting the current page (it re-issues the previous one).
+    """
+    P = data.matrix.copy()
+    n = len(roles)
+    for i in range(n):
+        for j in range(n):
+            if roles[j] == "back" and P[i, j] > 0:
+                P[i, i] += P[i, j]
+                P[i, j] = 0
+    transient = [i for i in range(n) if roles[i] in ("page", "entry")]
+    Q = P[np.ix_(transient, transient)]
+    if any(roles[i] == "end" for i in range(n)) and np.abs(np.linalg.eigvals(Q)).max() < 1 - 1e-12:
+        e = np.zeros(len(transient))
+        e[transient.index(start)] = 1
+        visits = np.linalg.solve((np.eye(len(transient)) - Q).T, e)
+    else:
+        vals, vecs = np.linalg.eig(Q.T)
+        visits = np.real(vecs[:, np.argmin(np.abs(vals - 1))])
+        visits = np.abs(visits)
+    pages = {data.states[t]: v for t, v in zip(transient, visits) if roles[t] == "page"}
+    total = sum(pages.values())
+    per_session = total if any(r == "end" for r in roles) else float("inf")
+    return {s: v / total for s, v in pages.items()}, per_session

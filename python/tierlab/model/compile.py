@@ -1,0 +1,254 @@
+"""Turn a validated model into the engine's input: names become indices, and the
+checks that need the whole model run here (pools and tiers that exist, balanced
+acquire/release, call cycles, the chain, an open workload beyond capacity)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import dist
+from .chain import ChainData, load as load_chain, visit_mix
+from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transfer
+
+
+class _Problems(list):
+    def add(self, path: str, msg: str) -> None:
+        self.append((path, msg))
+
+
+def _names(d) -> str:
+    return ", ".join(d) or "none"
+
+
+def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]], list[str]]:
+    """Returns (engine model, problems, warnings)."""
+    bad = _Problems()
+    tiers = list(m.tiers)
+    tier_ix = {t: i for i, t in enumerate(tiers)}
+    links = list(m.links)
+
+    engine_tiers = []
+    for tname, t in m.tiers.items():
+        if t.weights is not None and (len(t.weights) != t.servers or sum(t.weights) == 0):
+            bad.add(f"tiers.{tname}.weights", f"give {t.servers} weights (one per server), not all zero")
+        if len(t.pools) > 64:
+            bad.add(f"tiers.{tname}.pools", "at most 64 pools per tier")
+        engine_tiers.append({
+            "name": tname,
+            "servers": t.servers,
+            "weights": t.weights or [],
+            "pools": [
+                {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue}
+                for p, s in t.pools.items()
+            ],
+            "stations": [
+                {"kind": "cpu", "name": n, "cores": s.cores, "overhead": s.coefficients()}
+                if s.kind == "cpu"
+                else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hit_ratio, "channels": s.channels, "constant_service": s.service == "constant"}
+                for n, s in t.stations.items()
+            ],
+        })
+
+    engine_types = []
+    for tyname, ty in m.requests.items():
+        programs = ty.programs()
+        slots: list = [None] * len(tiers)
+        for tname, steps in programs.items():
+            path = f"requests.{tyname}.{tname}"
+            if tname not in tier_ix:
+                bad.add(path, f"{tname!r} is not a tier (tiers: {_names(tiers)})")
+                continue
+            held: set[str] = set()
+            slots[tier_ix[tname]] = _steps(m, tyname, tname, steps, path, held, bad)
+        for tname, steps in programs.items():
+            _check_calls(m, tyname, tname, programs, [tname], f"requests.{tyname}.{tname}", bad)
+        engine_types.append({"name": tyname, "priority": ty.priority, "programs": slots})
+
+    w = m.workload
+    entry = w.entry or tiers[0]
+    if entry not in tier_ix:
+        bad.add("workload.entry", f"{entry!r} is not a tier (tiers: {_names(tiers)})")
+        entry = tiers[0]
+    chain, chain_bad = load_chain(w.chain, base_dir)
+    for p in chain_bad:
+        bad.add(*p)
+    warnings: list[str] = []
+    engine_chain = None
+    if chain is not None and not chain_bad:
+        engine_chain, roles = _chain(m, chain, entry, bad)
+        if not bad:
+            warnings += _overload(m, chain, roles, entry)
+
+    end: dict = {"kind": "chain"}
+    if isinstance(w.session_end, AfterRequests):
+        end = {"kind": "after_requests", "count": dist.engine(w.session_end.after_requests)}
+    elif isinstance(w.session_end, AfterTime):
+        at = w.session_end.after_time.at
+        at_ix = None
+        if at is not None:
+            if chain is None or at not in chain.states:
+                bad.add("workload.session_end.after_time.at", f"{at!r} is not a state of the chain")
+            else:
+                at_ix = chain.index(at)
+        end = {"kind": "after_time", "duration": dist.engine(w.session_end.after_time.duration), "at_state": at_ix}
+
+    population = {"kind": "closed", "clients": w.population.clients} if isinstance(w.population, Closed) else {"kind": "open", "session_rate": w.population.session_rate}
+    r = m.run
+    if r.warmup >= r.duration:
+        bad.add("run.warmup", f"warm-up ({r.warmup} s) must be shorter than the duration ({r.duration} s)")
+    engine = {
+        "tiers": engine_tiers,
+        "links": [{"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared} for n, l in m.links.items()],
+        "types": engine_types,
+        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "end": end},
+        "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
+    }
+    return engine, list(bad), warnings
+
+
+def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str], bad: _Problems) -> list[dict]:
+    """Resolve one program, tracking which pools are held to catch unbalanced use."""
+    tier = m.tiers[tname]
+    out = []
+    for i, s in enumerate(steps):
+        p = f"{path}[{i}]"
+        if isinstance(s, (Acquire, Release)):
+            pool = s.acquire if isinstance(s, Acquire) else s.release
+            if pool not in tier.pools:
+                bad.add(p, f"pool {pool!r} does not exist in tier {tname!r} (pools: {_names(tier.pools)})")
+                continue
+            if isinstance(s, Acquire):
+                if pool in held:
+                    bad.add(p, f"pool {pool!r} is already held here; release it first (a request holds one token per pool)")
+                held.add(pool)
+                out.append({"op": "acquire", "pool": list(tier.pools).index(pool)})
+            else:
+                if pool not in held:
+                    bad.add(p, f"release of {pool!r}, which is not held at this point; acquire it earlier or remove this step")
+                held.discard(pool)
+                out.append({"op": "release", "pool": list(tier.pools).index(pool)})
+        elif isinstance(s, (CpuStep, DiskStep)):
+            kind = "cpu" if isinstance(s, CpuStep) else "disk"
+            candidates = [n for n, st in tier.stations.items() if st.kind == kind]
+            name = s.on or (candidates[0] if len(candidates) == 1 else None)
+            if name is None or name not in candidates:
+                why = f"{s.on!r} is not a {kind} station of tier {tname!r}" if s.on else (f"tier {tname!r} has no {kind} station; add one under tiers.{tname}.stations" if not candidates else f"tier {tname!r} has several {kind} stations; say which with `on:`")
+                bad.add(p, why + f" ({kind} stations: {_names(candidates)})")
+                continue
+            ix = list(tier.stations).index(name)
+            if kind == "cpu":
+                out.append({"op": "cpu", "station": ix, "demand": dist.engine(s.cpu)})
+            else:
+                out.append({"op": "disk", "station": ix, "accesses": dist.engine(s.disk)})
+        elif isinstance(s, Call):
+            if s.call not in m.tiers:
+                bad.add(p, f"{s.call!r} is not a tier (tiers: {_names(m.tiers)})")
+            elif s.call not in m.requests[ty].programs():
+                bad.add(p, f"request type {ty!r} has no program for tier {s.call!r}; add requests.{ty}.{s.call}")
+            else:
+                out.append({"op": "call", "tier": list(m.tiers).index(s.call)})
+        elif isinstance(s, Loop):
+            before = set(held)
+            body = _steps(m, ty, tname, s.loop.steps, f"{p}.loop.steps", held, bad)
+            if held != before:
+                bad.add(p, "a loop body must give back every pool it acquires (and release none held before it)")
+                held.clear()
+                held.update(before)
+            out.append({"op": "loop", "count": dist.engine(s.loop.count), "body": body})
+        elif isinstance(s, Delay):
+            out.append({"op": "delay", "time": dist.engine(s.delay)})
+        elif isinstance(s, Transfer):
+            if s.transfer.link not in m.links:
+                bad.add(p, f"link {s.transfer.link!r} does not exist (links: {_names(m.links)}); define it under `links`")
+            else:
+                out.append({"op": "transfer", "link": list(m.links).index(s.transfer.link), "bytes": dist.engine(s.transfer.bytes)})
+    return out
+
+
+def _called_tiers(steps: list) -> list[str]:
+    out = []
+    for s in steps:
+        if isinstance(s, Call):
+            out.append(s.call)
+        elif isinstance(s, Loop):
+            out += _called_tiers(s.loop.steps)
+    return out
+
+
+def _check_calls(m: Model, ty: str, tname: str, programs: dict, stack: list[str], path: str, bad: _Problems) -> None:
+    for callee in _called_tiers(programs.get(tname, [])):
+        if callee in stack:
+            bad.add(path, f"calls form a cycle ({' → '.join(stack + [callee])}); a request would never finish")
+            return
+        if callee in programs:
+            _check_calls(m, ty, callee, programs, stack + [callee], path, bad)
+
+
+def _chain(m: Model, chain: ChainData, entry: str, bad: _Problems) -> tuple[dict, list[str]]:
+    c = m.workload.chain
+    roles, engine_roles, missing = [], [], []
+    for s in chain.states:
+        ty = c.types.get(s, s)
+        if s == c.back:
+            roles.append("back"), engine_roles.append({"kind": "back"})
+        elif s == c.end:
+            roles.append("end"), engine_roles.append({"kind": "end"})
+        elif ty in m.requests:
+            roles.append("page"), engine_roles.append({"kind": "request", "type": list(m.requests).index(ty)})
+            if entry not in m.requests[ty].programs():
+                bad.add(f"requests.{ty}", f"has no program for the entry tier {entry!r}; add requests.{ty}.{entry}")
+        elif s == c.start:
+            roles.append("entry"), engine_roles.append({"kind": "entry"})
+        else:
+            missing.append(s)
+    if missing:
+        bad.add("workload.chain", f"states with no request type: {', '.join(missing)}; add request types with these names or map them in workload.chain.types")
+    for s, ty in c.types.items():
+        if ty not in m.requests:
+            bad.add(f"workload.chain.types.{s}", f"{ty!r} is not a request type")
+    start = chain.index(c.start) if c.start in chain.states else 0
+    return {"roles": engine_roles, "start": start, "matrix": chain.matrix.tolist()}, roles
+
+
+def _cpu_demand(m: Model, ty: str, tname: str, mult: float, out: dict) -> None:
+    """Add the expected CPU seconds per request of type `ty` to out[(tier, station)]."""
+
+    def walk(steps, tname, mult):
+        for s in steps:
+            if isinstance(s, CpuStep):
+                station = s.on or next(n for n, st in m.tiers[tname].stations.items() if st.kind == "cpu")
+                out[(tname, station)] = out.get((tname, station), 0.0) + mult * dist.mean(s.cpu)
+            elif isinstance(s, Loop):
+                walk(s.loop.steps, tname, mult * dist.mean(s.loop.count))
+            elif isinstance(s, Call):
+                walk(m.requests[ty].programs()[s.call], s.call, mult)
+
+    walk(m.requests[ty].programs()[tname], tname, mult)
+
+
+def _overload(m: Model, chain: ChainData, roles: list[str], entry: str) -> list[str]:
+    """Warn when an open workload offers more CPU work than the servers can do (a lower
+    bound on the load: concurrency overhead and disks are not counted)."""
+    w = m.workload
+    if isinstance(w.population, Closed):
+        return []
+    mix, per_session = visit_mix(chain, chain.index(w.chain.start), roles)
+    if isinstance(w.session_end, AfterRequests):
+        per_session = min(per_session, dist.mean(w.session_end.after_requests))
+    if per_session == float("inf"):
+        return []
+    rate = w.population.session_rate * per_session
+    demand: dict = {}
+    for state, frac in mix.items():
+        _cpu_demand(m, w.chain.types.get(state, state), entry, frac, demand)
+    out = []
+    for (tname, station), d in sorted(demand.items()):
+        capacity = m.tiers[tname].servers * m.tiers[tname].stations[station].cores
+        rho = rate * d / capacity
+        if rho >= 1:
+            out.append(
+                f"workload: the open population offers {rate:.3g} requests/s, which loads "
+                f"tiers.{tname}.stations.{station} to {rho:.0%} of its capacity; "
+                f"queues will grow for the whole run (lower workload.population.session_rate or add servers/cores)"
+            )
+    return out

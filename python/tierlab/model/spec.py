@@ -1,0 +1,228 @@
+"""The model file, as pydantic models: the single source of truth for what a YAML
+model may say (``tierlab schema`` exports it as JSON Schema for editors)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from .dist import Dist
+
+Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- resources ----------------------------------------------------------------------
+
+
+class Pool(Strict):
+    """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
+
+    kind: Literal["threads", "connections", "other"] = Field(
+        "other", description="threads/connections decide which request phase holding or waiting counts as"
+    )
+    size: Annotated[int, Field(ge=1, le=1_000_000)]
+    timeout: Annotated[float, Field(ge=0)] | None = Field(
+        None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever"
+    )
+    max_queue: Annotated[int, Field(ge=0)] | None = Field(None, description="waiters beyond this are rejected at once")
+    queue: Literal["fifo", "priority"] = Field("fifo", description="priority: lower request-type priority is served first")
+
+
+class Cpu(Strict):
+    """Processor sharing over `cores`. With n jobs each runs at min(1, cores/n) /
+    (1 + c1·(n−1) + c2·(n−1)² + …): `overhead` gives c1 (a number) or [c1, c2, …]."""
+
+    kind: Literal["cpu"]
+    cores: Annotated[int, Field(ge=1)] = 1
+    overhead: Annotated[float, Field(ge=0)] | list[Annotated[float, Field(ge=0)]] = 0.0
+
+    def coefficients(self) -> list[float]:
+        return [self.overhead] if isinstance(self.overhead, (int, float)) else list(self.overhead)
+
+
+class Disk(Strict):
+    """FCFS storage: an access hits the cache with probability `hit_ratio`, otherwise it
+    queues for an exponential (or constant) service of 1/iops seconds."""
+
+    kind: Literal["disk"]
+    iops: Annotated[float, Field(gt=0)]
+    hit_ratio: Annotated[float, Field(ge=0, le=1)] = 0.0
+    channels: Annotated[int, Field(ge=1)] = 1
+    service: Literal["exponential", "constant"] = "exponential"
+
+
+Station = Annotated[Union[Cpu, Disk], Field(discriminator="kind")]
+
+
+class Tier(Strict):
+    servers: Annotated[int, Field(ge=1)] = 1
+    weights: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="relative dispatch weights, one per server")
+    pools: dict[Name, Pool] = {}
+    stations: dict[Name, Station] = {}
+
+
+class Link(Strict):
+    """A network link: each transfer takes delay + bytes/bandwidth."""
+
+    bandwidth: Annotated[float, Field(gt=0, description="bits per second")]
+    delay: Dist = 0.0
+    shared: bool = Field(False, description="true: concurrent transfers share the bandwidth; false: one link per client")
+
+
+# ---- step programs --------------------------------------------------------------------
+
+
+class Acquire(Strict):
+    acquire: Name
+
+
+class Release(Strict):
+    release: Name
+
+
+class CpuStep(Strict):
+    cpu: Dist = Field(description="seconds of work if run alone")
+    on: Name | None = Field(None, description="the CPU station, if the tier has several")
+
+
+class DiskStep(Strict):
+    disk: Dist = Field(description="number of accesses")
+    on: Name | None = None
+
+
+class Call(Strict):
+    call: Name = Field(description="run this request type's program on that tier (synchronously)")
+
+
+class LoopBody(Strict):
+    count: Dist
+    steps: list["Step"]
+
+
+class Loop(Strict):
+    loop: LoopBody
+
+
+class Delay(Strict):
+    delay: Dist
+
+
+class TransferBody(Strict):
+    link: Name
+    bytes: Dist
+
+
+class Transfer(Strict):
+    transfer: TransferBody
+
+
+_OPS = ("acquire", "release", "cpu", "disk", "call", "loop", "delay", "transfer")
+
+
+def _op(v: Any) -> str | None:
+    if isinstance(v, dict):
+        keys = [k for k in v if k in _OPS]
+        return keys[0] if len(keys) == 1 else None
+    if isinstance(v, BaseModel):
+        return next((k for k in _OPS if hasattr(v, k)), None)
+    return None
+
+
+Step = Annotated[
+    Union[
+        Annotated[Acquire, Tag("acquire")],
+        Annotated[Release, Tag("release")],
+        Annotated[CpuStep, Tag("cpu")],
+        Annotated[DiskStep, Tag("disk")],
+        Annotated[Call, Tag("call")],
+        Annotated[Loop, Tag("loop")],
+        Annotated[Delay, Tag("delay")],
+        Annotated[Transfer, Tag("transfer")],
+    ],
+    Discriminator(
+        _op,
+        custom_error_type="step",
+        custom_error_message="a step is a mapping with exactly one of: " + ", ".join(_OPS),
+    ),
+]
+LoopBody.model_rebuild()
+
+
+class RequestType(BaseModel):
+    """One step program per tier the type visits (key = tier name); the entry tier's
+    program runs first."""
+
+    model_config = ConfigDict(extra="allow")
+    __pydantic_extra__: dict[str, list[Step]] = Field(init=False)
+    priority: int = Field(0, description="lower = served first by priority pools (cross-tier priority)")
+
+    def programs(self) -> dict[str, list]:
+        return dict(self.__pydantic_extra__ or {})
+
+
+# ---- workload --------------------------------------------------------------------------
+
+
+class Chain(Strict):
+    """A Markov chain of pages: a CSV (row = from, column = to, first column the row
+    names) or an inline nested mapping {from: {to: probability}}."""
+
+    csv: str | None = Field(None, description="path, relative to the model file")
+    matrix: dict[str, dict[str, Annotated[float, Field(ge=0)]]] | None = None
+    start: str = Field(description="the first state; if no request type is mapped to it, it issues no request (TPC-W's INIT)")
+    back: str = Field("BACK", description="the state that re-issues the previous page")
+    end: str = Field("END_OF_SESSION", description="the state that ends the session")
+    types: dict[str, str] = Field({}, description="state → request type, where they differ")
+    normalize: bool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
+
+
+class Closed(Strict):
+    clients: Annotated[int, Field(ge=1)] = Field(description="emulated browsers, each running sessions back to back")
+
+
+class Open(Strict):
+    session_rate: Annotated[float, Field(gt=0)] = Field(description="Poisson session arrivals per second")
+
+
+class AfterRequests(Strict):
+    after_requests: Dist
+
+
+class AfterTimeBody(Strict):
+    duration: Dist
+    at: str | None = Field(None, description="end at the next transition into this state (TPC-W: HOME)")
+
+
+class AfterTime(Strict):
+    after_time: AfterTimeBody
+
+
+class Workload(Strict):
+    entry: Name | None = Field(None, description="the tier requests arrive at; default the first tier")
+    population: Union[Closed, Open]
+    chain: Chain
+    think: Dist = Field(0.0, description="seconds between a response and the next request")
+    session_end: Literal["chain"] | AfterRequests | AfterTime = "chain"
+
+
+class Run(Strict):
+    duration: Annotated[float, Field(gt=0)] = 600.0
+    warmup: Annotated[float, Field(ge=0)] = 0.0
+    seed: Annotated[int, Field(ge=0, lt=2**64)] = 1
+    window: Annotated[float, Field(gt=0)] = Field(0.1, description="monitoring window, seconds")
+    records: bool = Field(True, description="keep one record per request (memory grows with the run)")
+
+
+class Model(Strict):
+    name: str = "model"
+    description: str = ""
+    run: Run = Run()
+    tiers: dict[Name, Tier] = Field(min_length=1)
+    links: dict[Name, Link] = {}
+    requests: dict[str, RequestType] = Field(min_length=1)
+    workload: Workload
