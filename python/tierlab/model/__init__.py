@@ -81,6 +81,8 @@ def load_model(source: "str | Path | dict | Model | LoadedModel", base_dir: Path
         except yaml.YAMLError as e:
             raise ModelError([("", f"not valid YAML: {e}")], name) from None
     if isinstance(source, dict):
+        # Top-level `x-…` keys hold YAML anchors for reuse (as in docker-compose files).
+        source = {k: v for k, v in source.items() if not str(k).startswith("x-")}
         try:
             source = Model.model_validate(source)
         except ValidationError as e:
