@@ -221,7 +221,7 @@ impl Sim {
         if warmup > 0.0 {
             self.events.push(warmup, Ev::Warmup);
         } else {
-            self.measuring = true;
+            self.start_measuring();
         }
         self.start_workload();
         let mut interrupted = false;

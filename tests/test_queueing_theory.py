@@ -1,0 +1,119 @@
+"""The engine against closed-form queueing results (statistical tolerances; the runs
+are long enough that the tolerances hold for any seed, and fixed seeds keep them
+reproducible)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import run, single_request_sessions
+
+
+def erlang_b(c: int, a: float) -> float:
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return b
+
+
+def erlang_c(c: int, a: float) -> float:
+    b = erlang_b(c, a)
+    rho = a / c
+    return b / (1 - rho + rho * b)
+
+
+def mmc_response(c: int, lam: float, mu: float) -> float:
+    a = lam / mu
+    return erlang_c(c, a) / (c * mu - lam) + 1 / mu
+
+
+def test_mm1_fcfs_disk():
+    lam, mu = 0.7, 1.0
+    m = single_request_sessions(lam, {"s": {"stations": {"disk": {"kind": "disk", "iops": mu}}}}, {"s": [{"disk": 1}]}, duration=200_000)
+    t = run(m)
+    rt = t.summary["response_time"]
+    w = 1 / (mu - lam)
+    assert rt["mean"] == pytest.approx(w, rel=0.04)
+    # Sojourn time of M/M/1 FCFS is exponential with mean W: p90 = W ln 10.
+    assert rt["p90"] == pytest.approx(w * math.log(10), rel=0.05)
+    assert t.summary["tiers"]["s"]["servers"][0]["stations"]["disk"]["utilization"] == pytest.approx(lam / mu, rel=0.02)
+
+
+@pytest.mark.parametrize("c,lam", [(2, 1.5), (4, 3.2)])
+def test_mmc_fcfs_erlang_c(c, lam):
+    """c tokens held for an exponential time, FIFO queue: M/M/c."""
+    m = single_request_sessions(
+        lam,
+        {"s": {"pools": {"servers": {"size": c}}}},
+        {"s": [{"acquire": "servers"}, {"delay": {"exponential": 1.0}}, {"release": "servers"}]},
+        duration=100_000,
+    )
+    t = run(m)
+    assert t.summary["response_time"]["mean"] == pytest.approx(mmc_response(c, lam, 1.0), rel=0.04)
+
+
+@pytest.mark.parametrize("c,lam", [(1, 0.5), (5, 4.0)])
+def test_mmcc_loss_erlang_b(c, lam):
+    """A pool with timeout 0 rejects when full: the rejected share is Erlang B."""
+    m = single_request_sessions(
+        lam,
+        {"s": {"pools": {"lines": {"size": c, "timeout": 0}}}},
+        {"s": [{"acquire": "lines"}, {"delay": {"exponential": 1.0}}, {"release": "lines"}]},
+    )
+    t = run(m)
+    req = t.summary["requests"]
+    loss = req["rejected"] / (req["ok"] + req["rejected"])
+    assert loss == pytest.approx(erlang_b(c, lam), rel=0.05)
+    assert t.summary["tiers"]["s"]["servers"][0]["pools"]["lines"]["rejected"] == req["rejected"]
+
+
+@pytest.mark.parametrize("k,lam", [(1, 0.8), (4, 3.0)])
+def test_mmk_processor_sharing(k, lam):
+    """M/M/1-PS: W = S/(1−ρ). M/M/k-PS with per-job share min(1, k/n) has the birth–death
+    process of M/M/k, hence the same mean response time (Erlang C)."""
+    m = single_request_sessions(
+        lam, {"s": {"stations": {"cpu": {"kind": "cpu", "cores": k}}}}, {"s": [{"cpu": {"exponential": 1.0}}]}, duration=200_000
+    )
+    t = run(m)
+    expected = 1 / (1 - lam) if k == 1 else mmc_response(k, lam, 1.0)
+    assert t.summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)
+
+
+def test_ps_is_insensitive_to_service_distribution():
+    """M/G/1-PS: the mean response time depends on the service distribution only
+    through its mean (constant demands give the same W as exponential ones)."""
+    m = single_request_sessions(0.7, {"s": {"stations": {"cpu": {"kind": "cpu"}}}}, {"s": [{"cpu": 1.0}]}, duration=200_000)
+    assert run(m).summary["response_time"]["mean"] == pytest.approx(1 / 0.3, rel=0.04)
+
+
+def mva(n: int, think: float, demands: list[float]) -> tuple[float, float]:
+    """Exact mean-value analysis of a closed product-form network: (X, R)."""
+    q = [0.0] * len(demands)
+    x = r = 0.0
+    for pop in range(1, n + 1):
+        rk = [d * (1 + qk) for d, qk in zip(demands, q)]
+        r = sum(rk)
+        x = pop / (think + r)
+        q = [x * v for v in rk]
+    return x, r
+
+
+@pytest.mark.parametrize("clients", [5, 20])
+def test_closed_network_matches_mva(clients):
+    """N clients with exponential think time, a PS CPU and an FCFS disk (exponential)."""
+    m = {
+        "run": {"duration": 60_000, "warmup": 500, "seed": 5, "records": False},
+        "tiers": {"s": {"stations": {"cpu": {"kind": "cpu"}, "disk": {"kind": "disk", "iops": 1 / 0.3}}}},
+        "requests": {"job": {"s": [{"cpu": {"exponential": 0.2}}, {"disk": 1}]}},
+        "workload": {
+            "population": {"clients": clients},
+            "think": {"exponential": 2.0},
+            "chain": {"matrix": {"job": {"job": 1}}, "start": "job"},
+        },
+    }
+    x, r = mva(clients, 2.0, [0.2, 0.3])
+    s = run(m).summary
+    assert s["throughput"] == pytest.approx(x, rel=0.03)
+    assert s["response_time"]["mean"] == pytest.approx(r, rel=0.04)
