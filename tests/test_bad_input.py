@@ -1,0 +1,146 @@
+"""Every mistake gets one clear message naming the field and the fix."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+
+import pytest
+
+import tierlab
+from tierlab import _core
+from conftest import EXAMPLES
+
+BASE = {
+    "run": {"duration": 100, "seed": 1},
+    "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu"}}}},
+    "requests": {"A": {"app": [{"acquire": "threads"}, {"cpu": 0.01}, {"release": "threads"}]}},
+    "workload": {"population": {"clients": 2}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1.0}}, "start": "A"}},
+}
+
+
+def problems(change) -> str:
+    m = copy.deepcopy(BASE)
+    change(m)
+    with pytest.raises(tierlab.ModelError) as e:
+        tierlab.simulate(m)
+    return str(e.value)
+
+
+def test_base_model_is_valid():
+    assert tierlab.simulate(BASE).summary["requests"]["ok"] > 0
+
+
+def test_unknown_field():
+    msg = problems(lambda m: m["tiers"]["app"]["pools"]["threads"].update(sise=3))
+    assert "tiers.app.pools.threads.sise" in msg and "Extra inputs are not permitted" in msg
+
+
+def test_unknown_pool_and_tier():
+    msg = problems(lambda m: m["requests"]["A"]["app"].insert(0, {"acquire": "conns"}))
+    assert "requests.A.app[0]" in msg and "'conns' does not exist" in msg and "pools: threads" in msg
+    msg = problems(lambda m: m["requests"]["A"]["app"].append({"call": "db"}))
+    assert "requests.A.app[3]" in msg and "'db' is not a tier" in msg
+    msg = problems(lambda m: m["requests"]["A"].update(dbx=[{"delay": 1}]))
+    assert "requests.A.dbx" in msg and "not a tier" in msg
+
+
+@pytest.mark.parametrize(
+    "change,path",
+    [
+        (lambda m: m["workload"].update(population={"session_rate": 0}), "workload.population"),
+        (lambda m: m["workload"].update(population={"session_rate": -1}), "workload.population"),
+        (lambda m: m["tiers"]["app"]["stations"].update(disk={"kind": "disk", "iops": 0}), "tiers.app.stations.disk"),
+        (lambda m: m["requests"]["A"]["app"].__setitem__(1, {"cpu": {"exponential": -2}}), "requests.A.app[1]"),
+        (lambda m: m["tiers"]["app"]["pools"]["threads"].update(size=0), "tiers.app.pools.threads.size"),
+    ],
+)
+def test_non_positive_rates_and_sizes(change, path):
+    assert path in problems(change)
+
+
+def test_rows_must_sum_to_one():
+    msg = problems(lambda m: m["workload"]["chain"].update(matrix={"A": {"A": 0.5}}))
+    assert "row 'A'" in msg and "sum to 0.5" in msg and "normalize: true" in msg
+    m = copy.deepcopy(BASE)
+    m["workload"]["chain"].update(matrix={"A": {"A": 0.5}}, normalize=True)
+    assert tierlab.simulate(m).summary["requests"]["ok"] > 0
+
+
+def test_release_not_held_and_unbalanced_loops():
+    msg = problems(lambda m: m["requests"]["A"]["app"].append({"release": "threads"}))
+    assert "requests.A.app[3]" in msg and "not held" in msg
+    msg = problems(lambda m: m["requests"]["A"]["app"].append({"loop": {"count": 2, "steps": [{"acquire": "threads"}]}}))
+    assert "loop body must give back" in msg
+
+
+def test_chain_states_need_request_types():
+    msg = problems(lambda m: m["workload"]["chain"].update(matrix={"A": {"B": 1.0}, "B": {"A": 1.0}}))
+    assert "states with no request type: B" in msg
+
+
+def test_call_cycles_are_rejected():
+    def cyc(m):
+        m["tiers"]["db"] = {}
+        m["requests"]["A"]["app"].append({"call": "db"})
+        m["requests"]["A"]["db"] = [{"call": "app"}]
+
+    assert "cycle (app → db → app)" in problems(cyc)
+
+
+def test_bad_distribution_and_step_shapes():
+    msg = problems(lambda m: m["requests"]["A"]["app"].__setitem__(1, {"cpu": {"gamma": 1}}))
+    assert "requests.A.app[1]" in msg and "exponential" in msg
+    msg = problems(lambda m: m["requests"]["A"]["app"].append({"sleep": 1}))
+    assert "exactly one of: acquire" in msg
+
+
+def test_overloaded_open_workload_warns_but_runs():
+    m = copy.deepcopy(BASE)
+    m["workload"] = {"population": {"session_rate": 150}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1.0}}, "start": "A"}}
+    m["tiers"]["app"]["pools"]["threads"]["size"] = 1000
+    with pytest.warns(tierlab.ModelWarning, match=r"tiers.app.stations.cpu to 150%"):
+        t = tierlab.simulate(m, duration=20)
+    assert t.summary["measured_seconds"] == 20
+
+
+def test_engine_panic_becomes_python_exception():
+    """A malformed engine input that slips past the checks must not abort Python."""
+    m = json.loads(json.dumps(tierlab.load_model(BASE).engine()))
+    m["types"][0]["programs"][0].insert(0, {"op": "delay", "time": {"kind": "empirical", "values": [], "cumulative": []}})
+    with pytest.raises(RuntimeError, match="engine failed"):
+        _core.simulate(json.dumps(m))
+    with pytest.raises(ValueError, match="engine model"):
+        _core.simulate('{"tiers": []}')
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "tierlab.cli", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_cli_reports_errors_without_traceback(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tiers: {app: {}}\nrequests: {A: {app: [{release: x}]}}\nworkload: {population: {clients: 1}, chain: {matrix: {A: {A: 1}}, start: A}}\n")
+    r = cli("simulate", str(bad), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "requests.A.app[0]" in r.stderr and "Traceback" not in r.stderr
+    r = cli("simulate", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "model file not found" in r.stderr
+
+
+def test_cli_simulate_and_schema(tmp_path):
+    r = cli("simulate", str(EXAMPLES / "tpcw_2tier.yaml"), "--out", str(tmp_path / "t"), "--duration", "120", "--warmup", "10", "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in (tmp_path / "t").iterdir()} == {"requests.parquet", "timeseries.parquet", "summary.json"}
+    schema = json.loads(cli("schema").stdout)
+    assert "tiers" in schema["properties"] and "workload" in schema["properties"]
+
+
+def test_missing_trace_table(tmp_path):
+    t = tierlab.simulate(BASE)
+    t.write(tmp_path)
+    (tmp_path / "timeseries.parquet").unlink()
+    with pytest.raises(tierlab.TraceError, match="missing timeseries.parquet"):
+        tierlab.read_trace(tmp_path)
