@@ -20,9 +20,20 @@ pub struct Ps {
     pub busy: TimeAvg,
 }
 
-#[derive(Clone, Copy, PartialEq, PartialOrd)]
+/// An f64 ordered by `total_cmp`, so finishing tags can live in a heap.
+#[derive(Clone, Copy)]
 struct TotalF64(f64);
+impl PartialEq for TotalF64 {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o).is_eq()
+    }
+}
 impl Eq for TotalF64 {}
+impl PartialOrd for TotalF64 {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Ord for TotalF64 {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&o.0)
