@@ -65,4 +65,4 @@ def _to_trace(out: dict, loaded: LoadedModel) -> Trace:
         front["response_time"] = front["end"] - front["start"]
         front["retransmissions"] = r.pop("retransmissions")
         requests = pd.DataFrame({**front, **r})
-    return Trace(summary, ts, requests, summary["interrupted"])
+    return Trace(summary, ts, requests)

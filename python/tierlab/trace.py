@@ -4,7 +4,7 @@ live tools: `requests.parquet`, `timeseries.parquet`, `summary.json` in one fold
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,11 @@ class Trace:
     summary: dict
     timeseries: pd.DataFrame
     requests: pd.DataFrame | None = None
-    interrupted: bool = field(default=False)
+
+    @property
+    def interrupted(self) -> bool:
+        """True if Ctrl-C stopped the run: the files cover the time until then."""
+        return bool(self.summary.get("interrupted", False))
 
     def write(self, folder: str | Path) -> Path:
         out = Path(folder)
@@ -60,7 +64,7 @@ def read_trace(folder: str | Path) -> Trace:
     if (folder / "requests.parquet").is_file():
         req = pd.read_parquet(folder / "requests.parquet")
         _require(req, REQUEST_COLUMNS, folder / "requests.parquet")
-    return Trace(summary, ts, req, bool(summary.get("interrupted", False)))
+    return Trace(summary, ts, req)
 
 
 def _require(df: pd.DataFrame, cols: list[str], where: Path) -> None:

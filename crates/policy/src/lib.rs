@@ -21,7 +21,11 @@ impl RoundRobin {
         let weights: Vec<i64> = weights.iter().map(|w| *w as i64).collect();
         let total = weights.iter().sum();
         assert!(total > 0, "round robin needs a positive total weight");
-        RoundRobin { current: vec![0; weights.len()], weights, total }
+        RoundRobin {
+            current: vec![0; weights.len()],
+            weights,
+            total,
+        }
     }
 
     pub fn equal(servers: usize) -> Self {

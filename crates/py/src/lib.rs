@@ -17,7 +17,11 @@ use sim::stats::{Output, PHASES};
 /// `progress` — or None).
 #[pyfunction]
 #[pyo3(signature = (model_json, progress=None))]
-fn simulate<'py>(py: Python<'py>, model_json: &str, progress: Option<Py<PyAny>>) -> PyResult<Bound<'py, PyDict>> {
+fn simulate<'py>(
+    py: Python<'py>,
+    model_json: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
     let mut stopped_by: Option<PyErr> = None;
     let outcome = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
@@ -41,25 +45,53 @@ fn simulate<'py>(py: Python<'py>, model_json: &str, progress: Option<Py<PyAny>>)
         Ok(Ok(out)) => out,
         Ok(Err(msg)) => return Err(PyValueError::new_err(msg)),
         Err(panic) => {
-            let msg = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
-            return Err(PyRuntimeError::new_err(format!("the simulation engine failed (a bug in tierlab, please report it): {msg}")));
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            return Err(PyRuntimeError::new_err(format!(
+                "the simulation engine failed (a bug in tierlab, please report it): {msg}"
+            )));
         }
     };
     to_python(py, output, stopped_by)
 }
 
-fn to_python<'py>(py: Python<'py>, out: Output, stopped_by: Option<PyErr>) -> PyResult<Bound<'py, PyDict>> {
+fn to_python<'py>(
+    py: Python<'py>,
+    out: Output,
+    stopped_by: Option<PyErr>,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("summary", out.summary.to_string())?;
     let s = out.series;
     let series = PyDict::new(py);
     let (windows, columns) = (s.window_start.len(), s.meta.len());
     series.set_item("window_start", s.window_start.into_pyarray(py))?;
-    series.set_item("values", s.values.into_pyarray(py).reshape([windows, columns])?)?;
-    series.set_item("tier", s.meta.iter().map(|m| m.tier.as_str()).collect::<Vec<_>>())?;
-    series.set_item("server", s.meta.iter().map(|m| m.server).collect::<Vec<_>>())?;
-    series.set_item("resource", s.meta.iter().map(|m| m.resource.as_str()).collect::<Vec<_>>())?;
-    series.set_item("metric", s.meta.iter().map(|m| m.metric).collect::<Vec<_>>())?;
+    series.set_item(
+        "values",
+        s.values.into_pyarray(py).reshape([windows, columns])?,
+    )?;
+    series.set_item(
+        "tier",
+        s.meta.iter().map(|m| m.tier.as_str()).collect::<Vec<_>>(),
+    )?;
+    series.set_item(
+        "server",
+        s.meta.iter().map(|m| m.server).collect::<Vec<_>>(),
+    )?;
+    series.set_item(
+        "resource",
+        s.meta
+            .iter()
+            .map(|m| m.resource.as_str())
+            .collect::<Vec<_>>(),
+    )?;
+    series.set_item(
+        "metric",
+        s.meta.iter().map(|m| m.metric).collect::<Vec<_>>(),
+    )?;
     d.set_item("series", series)?;
     match out.records {
         None => d.set_item("records", py.None())?,
@@ -79,7 +111,10 @@ fn to_python<'py>(py: Python<'py>, out: Output, stopped_by: Option<PyErr>) -> Py
                 for (name, col) in PHASES.iter().zip(cols.phases) {
                     rec.set_item(format!("{tier}.{name}"), col.into_pyarray(py))?;
                 }
-                rec.set_item(format!("{tier}.db_requests"), cols.db_requests.into_pyarray(py))?;
+                rec.set_item(
+                    format!("{tier}.db_requests"),
+                    cols.db_requests.into_pyarray(py),
+                )?;
             }
             d.set_item("records", rec)?;
         }

@@ -9,16 +9,33 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Dist {
-    Constant { value: f64 },
+    Constant {
+        value: f64,
+    },
     /// Exponential with the given mean; `max` caps a draw (TPC-W think times).
-    Exponential { mean: f64, max: Option<f64> },
-    Uniform { low: f64, high: f64 },
+    Exponential {
+        mean: f64,
+        max: Option<f64>,
+    },
+    Uniform {
+        low: f64,
+        high: f64,
+    },
     /// Normal truncated at zero (negative draws are redrawn).
-    Normal { mean: f64, sd: f64 },
+    Normal {
+        mean: f64,
+        sd: f64,
+    },
     /// Lognormal given by the mean and standard deviation of the variable itself.
-    Lognormal { mean: f64, sd: f64 },
+    Lognormal {
+        mean: f64,
+        sd: f64,
+    },
     /// Discrete empirical distribution: `values` with cumulative `weights` ending at 1.
-    Empirical { values: Vec<f64>, cumulative: Vec<f64> },
+    Empirical {
+        values: Vec<f64>,
+        cumulative: Vec<f64>,
+    },
 }
 
 impl Dist {
@@ -63,11 +80,15 @@ impl Dist {
             Dist::Lognormal { mean, sd } => {
                 let s2 = (1.0 + (sd / mean).powi(2)).ln();
                 let mu = mean.ln() - 0.5 * s2;
-                LogNormal::new(mu, s2.sqrt()).expect("validated lognormal").sample(rng)
+                LogNormal::new(mu, s2.sqrt())
+                    .expect("validated lognormal")
+                    .sample(rng)
             }
             Dist::Empirical { values, cumulative } => {
                 let u: f64 = rng.random();
-                let i = cumulative.partition_point(|c| *c <= u).min(values.len() - 1);
+                let i = cumulative
+                    .partition_point(|c| *c <= u)
+                    .min(values.len() - 1);
                 values[i]
             }
         }
@@ -89,11 +110,23 @@ mod tests {
     fn sample_means_match_analytic_means() {
         let dists = [
             Dist::Constant { value: 2.0 },
-            Dist::Exponential { mean: 0.5, max: None },
-            Dist::Exponential { mean: 7.0, max: Some(10.0) },
-            Dist::Uniform { low: 1.0, high: 3.0 },
+            Dist::Exponential {
+                mean: 0.5,
+                max: None,
+            },
+            Dist::Exponential {
+                mean: 7.0,
+                max: Some(10.0),
+            },
+            Dist::Uniform {
+                low: 1.0,
+                high: 3.0,
+            },
             Dist::Lognormal { mean: 2.0, sd: 1.5 },
-            Dist::Empirical { values: vec![1.0, 5.0], cumulative: vec![0.25, 1.0] },
+            Dist::Empirical {
+                values: vec![1.0, 5.0],
+                cumulative: vec![0.25, 1.0],
+            },
         ];
         for d in &dists {
             let (m, s) = (d.mean(), sample_mean(d));

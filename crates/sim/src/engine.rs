@@ -12,8 +12,8 @@ use crate::pool::{Acquire, Pool};
 use crate::program::{flatten, Instr};
 use crate::rng::{Stream, Streams};
 use crate::session::Sessions;
-use crate::stats::*;
 use crate::station::{Fcfs, Ps};
+use crate::stats::*;
 use crate::timeavg::TimeAvg;
 
 pub(crate) enum StationState {
@@ -134,15 +134,17 @@ impl Sim {
         for (ti, t) in m.tiers.iter().enumerate() {
             tier_first_server.push(servers.len());
             for s in 0..t.servers {
-                let meta = |resource: &str, metric| SeriesMeta { tier: t.name.clone(), server: s as u32, resource: resource.into(), metric };
+                let meta = |resource: &str, metric| SeriesMeta {
+                    tier: t.name.clone(),
+                    server: s as u32,
+                    resource: resource.into(),
+                    metric,
+                };
                 for metric in ["concurrency", "arrivals", "completions", "response_time"] {
                     series.meta.push(meta("", metric));
                 }
                 for st in &t.stations {
-                    let name = match st {
-                        StationSpec::Cpu { name, .. } | StationSpec::Disk { name, .. } => name,
-                    };
-                    series.meta.push(meta(name, "utilization"));
+                    series.meta.push(meta(st.name(), "utilization"));
                 }
                 for p in &t.pools {
                     for metric in ["busy", "busy_max", "queued", "rejected"] {
@@ -156,8 +158,12 @@ impl Sim {
                         .stations
                         .iter()
                         .map(|st| match st {
-                            StationSpec::Cpu { cores, overhead, .. } => StationState::Cpu(Ps::new(*cores, overhead.clone())),
-                            StationSpec::Disk { channels, .. } => StationState::Disk(Fcfs::new(*channels)),
+                            StationSpec::Cpu {
+                                cores, overhead, ..
+                            } => StationState::Cpu(Ps::new(*cores, overhead.clone())),
+                            StationSpec::Disk { channels, .. } => {
+                                StationState::Disk(Fcfs::new(*channels))
+                            }
                         })
                         .collect(),
                     concurrency: TimeAvg::default(),
@@ -170,16 +176,43 @@ impl Sim {
             }
         }
         for l in &m.links {
-            series.meta.push(SeriesMeta { tier: "network".into(), server: 0, resource: l.name.clone(), metric: "utilization" });
+            series.meta.push(SeriesMeta {
+                tier: "network".into(),
+                server: 0,
+                resource: l.name.clone(),
+                metric: "utilization",
+            });
         }
         let mask = |kind: PoolKind| -> Vec<u64> {
-            m.tiers.iter().map(|t| t.pools.iter().enumerate().filter(|(_, p)| p.kind == kind).fold(0, |acc, (i, _)| acc | 1 << i)).collect()
+            m.tiers
+                .iter()
+                .map(|t| {
+                    t.pools
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, p)| p.kind == kind)
+                        .fold(0, |acc, (i, _)| acc | 1 << i)
+                })
+                .collect()
         };
         let thread_mask = mask(PoolKind::Threads);
         let conn_mask = mask(PoolKind::Connections);
-        let dispatch = m.tiers.iter().map(|t| if t.weights.is_empty() { RoundRobin::equal(t.servers) } else { RoundRobin::new(&t.weights) }).collect();
+        let dispatch = m
+            .tiers
+            .iter()
+            .map(|t| {
+                if t.weights.is_empty() {
+                    RoundRobin::equal(t.servers)
+                } else {
+                    RoundRobin::new(&t.weights)
+                }
+            })
+            .collect();
         let links = m.links.iter().map(|_| Ps::new(1, vec![])).collect();
-        let records = m.run.records.then(|| Records { tiers: (0..nt).map(|_| TierColumns::default()).collect(), ..Default::default() });
+        let records = m.run.records.then(|| Records {
+            tiers: (0..nt).map(|_| TierColumns::default()).collect(),
+            ..Default::default()
+        });
         let per_type = m.types.iter().map(|_| TypeStats::default()).collect();
         let sessions = Sessions::new(&m.workload);
         Sim {
@@ -216,7 +249,8 @@ impl Sim {
     /// Run to the model's duration. `tick(fraction done)` is called now and then; it
     /// returns false to stop early (the output then covers the time simulated so far).
     pub fn run(mut self, mut tick: impl FnMut(f64) -> bool) -> Output {
-        let (duration, window, warmup) = (self.m.run.duration, self.m.run.window, self.m.run.warmup);
+        let (duration, window, warmup) =
+            (self.m.run.duration, self.m.run.window, self.m.run.warmup);
         self.events.push(window.min(duration), Ev::Window);
         if warmup > 0.0 {
             self.events.push(warmup, Ev::Warmup);
@@ -258,8 +292,16 @@ impl Sim {
             Ev::SessionArrival => self.session_arrival(),
             Ev::Send { session } => self.send(session),
             Ev::Resume { req } => self.advance(req),
-            Ev::StationDone { server, station, epoch } => self.cpu_done(server as usize, station as usize, epoch),
-            Ev::DiskDone { server, station, req } => self.disk_done(server as usize, station as usize, req),
+            Ev::StationDone {
+                server,
+                station,
+                epoch,
+            } => self.cpu_done(server as usize, station as usize, epoch),
+            Ev::DiskDone {
+                server,
+                station,
+                req,
+            } => self.disk_done(server as usize, station as usize, req),
             Ev::LinkDone { link, epoch } => {
                 let l = &mut self.links[link as usize];
                 if l.epoch != epoch {
@@ -267,16 +309,25 @@ impl Sim {
                 }
                 let (req, next) = l.complete(self.now);
                 if let Some(t) = next {
-                    self.events.push(t, Ev::LinkDone { link, epoch: l.epoch });
+                    self.events.push(
+                        t,
+                        Ev::LinkDone {
+                            link,
+                            epoch: l.epoch,
+                        },
+                    );
                 }
-                let delay = self.m.links[link as usize].delay.sample(self.rng.get(Stream::Network));
+                let delay = self.m.links[link as usize]
+                    .delay
+                    .sample(self.rng.get(Stream::Network));
                 self.events.push(self.now + delay, Ev::Resume { req });
             }
             Ev::PoolTimeout { req, ticket } => {
                 let r = &self.reqs[req as usize];
                 if r.ticket == ticket {
                     let f = *r.frames.last().expect("waiting request has a frame");
-                    self.servers[f.server as usize].pools[r.waiting_pool as usize].abandon(self.now);
+                    self.servers[f.server as usize].pools[r.waiting_pool as usize]
+                        .abandon(self.now);
                     self.abort(req, Status::Rejected);
                 }
             }
@@ -302,7 +353,13 @@ impl Sim {
         r.frames.clear();
         r.loops.clear();
         r.tiers.clear();
-        r.tiers.resize(nt, TierAcc { server: -1, ..Default::default() });
+        r.tiers.resize(
+            nt,
+            TierAcc {
+                server: -1,
+                ..Default::default()
+            },
+        );
         r.ticket = 0;
         self.in_system.add(self.now, 1.0);
         let entry = self.m.workload.entry_tier;
@@ -323,7 +380,16 @@ impl Sim {
         }
         acc.visits += 1;
         let loop_base = r.loops.len() as u32;
-        r.frames.push(Frame { tier: tier as u16, server: server as u32, pc: 0, loop_base, held: 0, phase: OTHER, since: now, entered: now });
+        r.frames.push(Frame {
+            tier: tier as u16,
+            server: server as u32,
+            pc: 0,
+            loop_base,
+            held: 0,
+            phase: OTHER,
+            since: now,
+            entered: now,
+        });
     }
 
     /// Re-derive the top frame's phase from what it holds and waits for, charging the
@@ -352,7 +418,9 @@ impl Sim {
             let r = &mut self.reqs[slot as usize];
             let Some(f) = r.frames.last_mut() else { return };
             let (tier, server) = (f.tier as usize, f.server as usize);
-            let prog = self.programs[r.ty as usize * self.m.tiers.len() + tier].as_ref().expect("checked: program exists");
+            let prog = self.programs[r.ty as usize * self.m.tiers.len() + tier]
+                .as_ref()
+                .expect("checked: program exists");
             let Some(&ins) = prog.get(f.pc as usize) else {
                 self.leave_tier(slot);
                 if self.reqs[slot as usize].frames.is_empty() {
@@ -372,15 +440,29 @@ impl Sim {
                 Instr::Cpu { station, demand } => {
                     let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand));
                     if work > 0.0 {
-                        let StationState::Cpu(ps) = &mut self.servers[server].stations[station as usize] else { unreachable!("checked: cpu station") };
+                        let StationState::Cpu(ps) =
+                            &mut self.servers[server].stations[station as usize]
+                        else {
+                            unreachable!("checked: cpu station")
+                        };
                         let t = ps.arrive(self.now, slot, work);
                         let epoch = ps.epoch;
-                        self.events.push(t, Ev::StationDone { server: server as u32, station, epoch });
+                        self.events.push(
+                            t,
+                            Ev::StationDone {
+                                server: server as u32,
+                                station,
+                                epoch,
+                            },
+                        );
                         return;
                     }
                 }
                 Instr::Disk { station, accesses } => {
-                    let n = self.dists[accesses as usize].sample(self.rng.get(Stream::Demand)).round().max(0.0) as u32;
+                    let n = self.dists[accesses as usize]
+                        .sample(self.rng.get(Stream::Demand))
+                        .round()
+                        .max(0.0) as u32;
                     self.reqs[slot as usize].disk_left = n;
                     if self.next_disk_access(slot, server, station as usize) {
                         return;
@@ -391,7 +473,10 @@ impl Sim {
                     self.update_phase(slot);
                 }
                 Instr::LoopBegin { count, end } => {
-                    let n = self.dists[count as usize].sample(self.rng.get(Stream::Demand)).round().max(0.0) as u32;
+                    let n = self.dists[count as usize]
+                        .sample(self.rng.get(Stream::Demand))
+                        .round()
+                        .max(0.0) as u32;
                     let r = &mut self.reqs[slot as usize];
                     if n == 0 {
                         r.frames.last_mut().expect("frame").pc = end;
@@ -422,10 +507,17 @@ impl Sim {
                     if spec.shared {
                         let l = &mut self.links[link as usize];
                         let t = l.arrive(self.now, slot, seconds);
-                        self.events.push(t, Ev::LinkDone { link, epoch: l.epoch });
+                        self.events.push(
+                            t,
+                            Ev::LinkDone {
+                                link,
+                                epoch: l.epoch,
+                            },
+                        );
                     } else {
                         let delay = spec.delay.sample(self.rng.get(Stream::Network));
-                        self.events.push(self.now + delay + seconds, Ev::Resume { req: slot });
+                        self.events
+                            .push(self.now + delay + seconds, Ev::Resume { req: slot });
                     }
                     return;
                 }
@@ -440,7 +532,8 @@ impl Sim {
         let priority = self.m.types[self.reqs[slot as usize].ty as usize].priority;
         self.next_ticket += 1;
         let ticket = self.next_ticket;
-        match self.servers[server].pools[p as usize].acquire(self.now, spec, slot, priority, ticket) {
+        match self.servers[server].pools[p as usize].acquire(self.now, spec, slot, priority, ticket)
+        {
             Acquire::Granted => {
                 self.take(slot, p);
                 true
@@ -450,7 +543,8 @@ impl Sim {
                 r.ticket = ticket;
                 r.waiting_pool = p;
                 if let Some(t) = spec.timeout {
-                    self.events.push(self.now + t, Ev::PoolTimeout { req: slot, ticket });
+                    self.events
+                        .push(self.now + t, Ev::PoolTimeout { req: slot, ticket });
                 }
                 self.update_phase(slot);
                 false
@@ -485,7 +579,8 @@ impl Sim {
     /// Return a token to its pool; the next live waiter gets it and resumes.
     fn give_back(&mut self, server: usize, p: u16) {
         let reqs = &self.reqs;
-        let next = self.servers[server].pools[p as usize].release(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
+        let next = self.servers[server].pools[p as usize]
+            .release(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
         if let Some(waiter) = next {
             self.take(waiter, p);
             self.events.push(self.now, Ev::Resume { req: waiter });
@@ -495,7 +590,9 @@ impl Sim {
     /// Start the next disk access that misses the cache; false if none is left.
     fn next_disk_access(&mut self, slot: u32, server: usize, station: usize) -> bool {
         let tier = self.servers[server].tier;
-        let StationSpec::Disk { hit_ratio, .. } = self.m.tiers[tier].stations[station] else { unreachable!("checked: disk station") };
+        let StationSpec::Disk { hit_ratio, .. } = self.m.tiers[tier].stations[station] else {
+            unreachable!("checked: disk station")
+        };
         loop {
             let r = &mut self.reqs[slot as usize];
             if r.disk_left == 0 {
@@ -506,7 +603,9 @@ impl Sim {
                 break; // a cache miss: this access goes to the disk
             }
         }
-        let StationState::Disk(d) = &mut self.servers[server].stations[station] else { unreachable!() };
+        let StationState::Disk(d) = &mut self.servers[server].stations[station] else {
+            unreachable!()
+        };
         if d.arrive(self.now, slot) {
             self.schedule_disk_service(server, station, slot);
         }
@@ -515,26 +614,59 @@ impl Sim {
 
     fn schedule_disk_service(&mut self, server: usize, station: usize, req: u32) {
         let tier = self.servers[server].tier;
-        let StationSpec::Disk { iops, constant_service, .. } = self.m.tiers[tier].stations[station] else { unreachable!() };
-        let t = if constant_service { 1.0 / iops } else { Dist::Exponential { mean: 1.0 / iops, max: None }.sample(self.rng.get(Stream::Demand)) };
-        self.events.push(self.now + t, Ev::DiskDone { server: server as u32, station: station as u16, req });
+        let StationSpec::Disk {
+            iops,
+            constant_service,
+            ..
+        } = self.m.tiers[tier].stations[station]
+        else {
+            unreachable!()
+        };
+        let t = if constant_service {
+            1.0 / iops
+        } else {
+            Dist::Exponential {
+                mean: 1.0 / iops,
+                max: None,
+            }
+            .sample(self.rng.get(Stream::Demand))
+        };
+        self.events.push(
+            self.now + t,
+            Ev::DiskDone {
+                server: server as u32,
+                station: station as u16,
+                req,
+            },
+        );
     }
 
     fn cpu_done(&mut self, server: usize, station: usize, epoch: u32) {
-        let StationState::Cpu(ps) = &mut self.servers[server].stations[station] else { unreachable!() };
+        let StationState::Cpu(ps) = &mut self.servers[server].stations[station] else {
+            unreachable!()
+        };
         if ps.epoch != epoch {
             return; // superseded by a later arrival or departure
         }
         let (req, next) = ps.complete(self.now);
         if let Some(t) = next {
             let epoch = ps.epoch;
-            self.events.push(t, Ev::StationDone { server: server as u32, station: station as u16, epoch });
+            self.events.push(
+                t,
+                Ev::StationDone {
+                    server: server as u32,
+                    station: station as u16,
+                    epoch,
+                },
+            );
         }
         self.advance(req);
     }
 
     fn disk_done(&mut self, server: usize, station: usize, req: u32) {
-        let StationState::Disk(d) = &mut self.servers[server].stations[station] else { unreachable!() };
+        let StationState::Disk(d) = &mut self.servers[server].stations[station] else {
+            unreachable!()
+        };
         if let Some(next) = d.depart(self.now) {
             self.schedule_disk_service(server, station, next);
         }
@@ -625,14 +757,23 @@ impl Sim {
             v.push(sv.concurrency.close_window(now, len).0);
             v.push(sv.arrivals as f64);
             v.push(sv.completions as f64);
-            v.push(if sv.completions > 0 { sv.residence / sv.completions as f64 } else { f64::NAN });
+            v.push(if sv.completions > 0 {
+                sv.residence / sv.completions as f64
+            } else {
+                f64::NAN
+            });
             (sv.arrivals, sv.completions, sv.residence) = (0, 0, 0.0);
             for st in &mut sv.stations {
                 v.push(st.busy().close_window(now, len).0);
             }
             for p in &mut sv.pools {
                 let (busy, max) = p.busy.close_window(now, len);
-                v.extend([busy, max, p.queue.close_window(now, len).0, p.rejected_window as f64]);
+                v.extend([
+                    busy,
+                    max,
+                    p.queue.close_window(now, len).0,
+                    p.rejected_window as f64,
+                ]);
                 p.rejected_window = 0;
             }
         }
@@ -667,31 +808,56 @@ impl Sim {
         let now = self.now;
         let span = (now - self.m.run.warmup).max(0.0);
         let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-        let status_json = |s: &TypeStats| -> Value { STATUS_NAMES.iter().zip(s.status).map(|(k, n)| (k.to_string(), json!(n))).collect::<Map<_, _>>().into() };
+        let status_json = |s: &TypeStats| -> Value {
+            STATUS_NAMES
+                .iter()
+                .zip(s.status)
+                .map(|(k, n)| (k.to_string(), json!(n)))
+                .collect::<Map<_, _>>()
+                .into()
+        };
         let mut types = Map::new();
         for (ty, s) in self.m.types.iter().zip(&self.per_type) {
-            types.insert(ty.name.clone(), json!({
-                "requests": status_json(s),
-                "throughput": per_s(s.status[0] as f64),
-                "response_time": s.latency.to_json(),
-            }));
+            types.insert(
+                ty.name.clone(),
+                json!({
+                    "requests": status_json(s),
+                    "throughput": per_s(s.status[0] as f64),
+                    "response_time": s.latency.to_json(),
+                }),
+            );
         }
         let mut tiers = Map::new();
         for (ti, t) in self.m.tiers.iter().enumerate() {
             let mut servers = Vec::new();
             for sv in self.servers.iter_mut().filter(|sv| sv.tier == ti) {
-                let stations: Map<_, _> = t.stations.iter().zip(&mut sv.stations).map(|(spec, st)| {
-                    let name = match spec { StationSpec::Cpu { name, .. } | StationSpec::Disk { name, .. } => name.clone() };
-                    (name, json!({ "utilization": per_s(st.busy().total_area(now)) }))
-                }).collect();
-                let pools: Map<_, _> = t.pools.iter().zip(&mut sv.pools).map(|(spec, p)| {
-                    (spec.name.clone(), json!({
-                        "size": spec.size,
-                        "mean_busy": per_s(p.busy.total_area(now)),
-                        "mean_queued": per_s(p.queue.total_area(now)),
-                        "rejected": p.rejected_total,
-                    }))
-                }).collect();
+                let stations: Map<_, _> = t
+                    .stations
+                    .iter()
+                    .zip(&mut sv.stations)
+                    .map(|(spec, st)| {
+                        (
+                            spec.name().to_string(),
+                            json!({ "utilization": per_s(st.busy().total_area(now)) }),
+                        )
+                    })
+                    .collect();
+                let pools: Map<_, _> = t
+                    .pools
+                    .iter()
+                    .zip(&mut sv.pools)
+                    .map(|(spec, p)| {
+                        (
+                            spec.name.clone(),
+                            json!({
+                                "size": spec.size,
+                                "mean_busy": per_s(p.busy.total_area(now)),
+                                "mean_queued": per_s(p.queue.total_area(now)),
+                                "rejected": p.rejected_total,
+                            }),
+                        )
+                    })
+                    .collect();
                 servers.push(json!({
                     "visits": sv.visits_total,
                     "throughput": per_s(sv.visits_total as f64),
@@ -702,7 +868,18 @@ impl Sim {
             }
             tiers.insert(t.name.clone(), json!({ "servers": servers }));
         }
-        let links: Map<_, _> = self.m.links.iter().zip(&mut self.links).map(|(spec, l)| (spec.name.clone(), json!({ "utilization": per_s(l.busy.total_area(now)) }))).collect();
+        let links: Map<_, _> = self
+            .m
+            .links
+            .iter()
+            .zip(&mut self.links)
+            .map(|(spec, l)| {
+                (
+                    spec.name.clone(),
+                    json!({ "utilization": per_s(l.busy.total_area(now)) }),
+                )
+            })
+            .collect();
         let in_flight = self.reqs.len() - self.free_reqs.len();
         let summary = json!({
             "seed": self.m.run.seed,

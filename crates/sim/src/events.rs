@@ -17,7 +17,11 @@ pub enum Ev {
     /// A request blocked on a timer or a granted pool resumes its program.
     Resume { req: u32 },
     /// A CPU's next completion, valid while its epoch is unchanged.
-    StationDone { server: u32, station: u16, epoch: u32 },
+    StationDone {
+        server: u32,
+        station: u16,
+        epoch: u32,
+    },
     /// A disk access of `req` ends.
     DiskDone { server: u32, station: u16, req: u32 },
     /// A shared network link's next completion.
@@ -59,7 +63,11 @@ pub struct EventQueue {
 impl EventQueue {
     pub fn push(&mut self, time: f64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Entry { time, seq: self.seq, ev });
+        self.heap.push(Entry {
+            time,
+            seq: self.seq,
+            ev,
+        });
     }
 
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
@@ -82,6 +90,13 @@ mod tests {
         q.push(1.0, Ev::Resume { req: 1 });
         q.push(1.0, Ev::Resume { req: 2 });
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
-        assert_eq!(order, vec![(1.0, Ev::Resume { req: 1 }), (1.0, Ev::Resume { req: 2 }), (2.0, Ev::Window)]);
+        assert_eq!(
+            order,
+            vec![
+                (1.0, Ev::Resume { req: 1 }),
+                (1.0, Ev::Resume { req: 2 }),
+                (2.0, Ev::Window)
+            ]
+        );
     }
 }

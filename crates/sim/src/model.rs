@@ -65,10 +65,28 @@ pub struct Pool {
 pub enum Station {
     /// Processor sharing over `cores`; with n jobs each progresses at
     /// min(1, cores/n) / (1 + Σ_j overhead[j]·(n−1)^(j+1)).
-    Cpu { name: String, cores: u32, overhead: Vec<f64> },
+    Cpu {
+        name: String,
+        cores: u32,
+        overhead: Vec<f64>,
+    },
     /// FCFS with `channels` servers; each access misses the cache with probability
     /// 1 − hit_ratio and then takes an exponential (or constant) 1/iops seconds.
-    Disk { name: String, iops: f64, hit_ratio: f64, channels: u32, constant_service: bool },
+    Disk {
+        name: String,
+        iops: f64,
+        hit_ratio: f64,
+        channels: u32,
+        constant_service: bool,
+    },
+}
+
+impl Station {
+    pub fn name(&self) -> &str {
+        match self {
+            Station::Cpu { name, .. } | Station::Disk { name, .. } => name,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -154,7 +172,10 @@ pub enum SessionEnd {
     /// After a drawn number of requests (rounded, at least 1).
     AfterRequests { count: Dist },
     /// After a drawn duration, at the next entry into `at_state` (or at once if None).
-    AfterTime { duration: Dist, at_state: Option<usize> },
+    AfterTime {
+        duration: Dist,
+        at_state: Option<usize>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,13 +205,21 @@ impl Model {
             if t.servers == 0 {
                 return fail(format!("tier {}: servers must be ≥ 1", t.name));
             }
-            if !t.weights.is_empty() && (t.weights.len() != t.servers || t.weights.iter().all(|w| *w == 0)) {
-                return fail(format!("tier {}: weights need one positive entry per server", t.name));
+            if !t.weights.is_empty()
+                && (t.weights.len() != t.servers || t.weights.iter().all(|w| *w == 0))
+            {
+                return fail(format!(
+                    "tier {}: weights need one positive entry per server",
+                    t.name
+                ));
             }
         }
         for ty in &self.types {
             if ty.programs.len() != nt {
-                return fail(format!("type {}: one program slot per tier expected", ty.name));
+                return fail(format!(
+                    "type {}: one program slot per tier expected",
+                    ty.name
+                ));
             }
             for (ti, prog) in ty.programs.iter().enumerate() {
                 if let Some(p) = prog {
@@ -210,7 +239,9 @@ impl Model {
         for role in &c.roles {
             if let StateRole::Request(t) = role {
                 if *t >= self.types.len() || self.types[*t].programs[w.entry_tier].is_none() {
-                    return fail("workload.chain: a state names a type with no entry-tier program".into());
+                    return fail(
+                        "workload.chain: a state names a type with no entry-tier program".into(),
+                    );
                 }
             }
         }
@@ -226,8 +257,12 @@ impl Model {
         for s in steps {
             let bad = match s {
                 Step::Acquire { pool } | Step::Release { pool } => *pool >= t.pools.len(),
-                Step::Cpu { station, .. } => !matches!(t.stations.get(*station), Some(Station::Cpu { .. })),
-                Step::Disk { station, .. } => !matches!(t.stations.get(*station), Some(Station::Disk { .. })),
+                Step::Cpu { station, .. } => {
+                    !matches!(t.stations.get(*station), Some(Station::Cpu { .. }))
+                }
+                Step::Disk { station, .. } => {
+                    !matches!(t.stations.get(*station), Some(Station::Disk { .. }))
+                }
                 Step::Call { tier: callee } => ty.programs.get(*callee).is_none_or(|p| p.is_none()),
                 Step::Transfer { link, .. } => *link >= self.links.len(),
                 Step::Loop { body, .. } => {

@@ -48,7 +48,14 @@ impl Pool {
         }
     }
 
-    pub fn acquire(&mut self, now: f64, spec: &Spec, req: u32, priority: i32, ticket: u64) -> Acquire {
+    pub fn acquire(
+        &mut self,
+        now: f64,
+        spec: &Spec,
+        req: u32,
+        priority: i32,
+        ticket: u64,
+    ) -> Acquire {
         if self.in_use < self.size {
             self.in_use += 1;
             self.busy.set(now, self.in_use as f64);
@@ -61,7 +68,8 @@ impl Pool {
         }
         self.arrivals += 1;
         let prio = if self.fifo { 0 } else { priority };
-        self.waiters.push((Reverse(prio), Reverse(self.arrivals), req, ticket));
+        self.waiters
+            .push((Reverse(prio), Reverse(self.arrivals), req, ticket));
         self.queued += 1;
         self.queue.set(now, self.queued as f64);
         Acquire::Queued

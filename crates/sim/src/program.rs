@@ -8,14 +8,28 @@ use crate::model::Step;
 pub enum Instr {
     Acquire(u16),
     Release(u16),
-    Cpu { station: u16, demand: u32 },
-    Disk { station: u16, accesses: u32 },
+    Cpu {
+        station: u16,
+        demand: u32,
+    },
+    Disk {
+        station: u16,
+        accesses: u32,
+    },
     Call(u16),
     /// Draw the iteration count; zero jumps to `end` (just past the matching LoopEnd).
-    LoopBegin { count: u32, end: u32 },
-    LoopEnd { begin: u32 },
+    LoopBegin {
+        count: u32,
+        end: u32,
+    },
+    LoopEnd {
+        begin: u32,
+    },
     Delay(u32),
-    Transfer { link: u16, bytes: u32 },
+    Transfer {
+        link: u16,
+        bytes: u32,
+    },
 }
 
 pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
@@ -27,17 +41,28 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
         match s {
             Step::Acquire { pool } => out.push(Instr::Acquire(*pool as u16)),
             Step::Release { pool } => out.push(Instr::Release(*pool as u16)),
-            Step::Cpu { station, demand } => out.push(Instr::Cpu { station: *station as u16, demand: dist(dists, demand) }),
-            Step::Disk { station, accesses } => out.push(Instr::Disk { station: *station as u16, accesses: dist(dists, accesses) }),
+            Step::Cpu { station, demand } => out.push(Instr::Cpu {
+                station: *station as u16,
+                demand: dist(dists, demand),
+            }),
+            Step::Disk { station, accesses } => out.push(Instr::Disk {
+                station: *station as u16,
+                accesses: dist(dists, accesses),
+            }),
             Step::Call { tier } => out.push(Instr::Call(*tier as u16)),
             Step::Delay { time } => out.push(Instr::Delay(dist(dists, time))),
-            Step::Transfer { link, bytes } => out.push(Instr::Transfer { link: *link as u16, bytes: dist(dists, bytes) }),
+            Step::Transfer { link, bytes } => out.push(Instr::Transfer {
+                link: *link as u16,
+                bytes: dist(dists, bytes),
+            }),
             Step::Loop { count, body } => {
                 let count = dist(dists, count);
                 let begin = out.len();
                 out.push(Instr::LoopBegin { count, end: 0 });
                 flatten(body, dists, out);
-                out.push(Instr::LoopEnd { begin: begin as u32 + 1 });
+                out.push(Instr::LoopEnd {
+                    begin: begin as u32 + 1,
+                });
                 let end = out.len() as u32;
                 out[begin] = Instr::LoopBegin { count, end };
             }
@@ -52,7 +77,13 @@ mod tests {
     #[test]
     fn loops_become_jumps() {
         let one = Dist::Constant { value: 1.0 };
-        let steps = vec![Step::Loop { count: one.clone(), body: vec![Step::Delay { time: one.clone() }] }, Step::Call { tier: 1 }];
+        let steps = vec![
+            Step::Loop {
+                count: one.clone(),
+                body: vec![Step::Delay { time: one.clone() }],
+            },
+            Step::Call { tier: 1 },
+        ];
         let (mut dists, mut out) = (vec![], vec![]);
         flatten(&steps, &mut dists, &mut out);
         assert!(matches!(out[0], Instr::LoopBegin { end: 3, .. }));

@@ -18,7 +18,9 @@ pub struct Streams([Pcg64Mcg; 6]);
 
 impl Streams {
     pub fn new(seed: u64) -> Self {
-        Streams(std::array::from_fn(|i| Pcg64Mcg::seed_from_u64(splitmix(seed, i as u64))))
+        Streams(std::array::from_fn(|i| {
+            Pcg64Mcg::seed_from_u64(splitmix(seed, i as u64))
+        }))
     }
 
     #[inline]
@@ -29,7 +31,10 @@ impl Streams {
 
 /// SplitMix64 of (seed, stream): decorrelated seeds for the per-purpose generators.
 fn splitmix(seed: u64, stream: u64) -> u64 {
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(0x6A09_E667_F3BC_C909);
+    let mut z = seed
+        ^ stream
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(0x6A09_E667_F3BC_C909);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)

@@ -44,13 +44,24 @@ impl Sessions {
             .iter()
             .map(|row| {
                 let mut acc = 0.0;
-                row.iter().map(|p| {
-                    acc += p;
-                    acc
-                }).collect()
+                row.iter()
+                    .map(|p| {
+                        acc += p;
+                        acc
+                    })
+                    .collect()
             })
             .collect();
-        Sessions { slots: Vec::new(), free: Vec::new(), next_id: 0, cumulative, measuring: false, started: 0, completed: 0, requests_of_completed: 0 }
+        Sessions {
+            slots: Vec::new(),
+            free: Vec::new(),
+            next_id: 0,
+            cumulative,
+            measuring: false,
+            started: 0,
+            completed: 0,
+            requests_of_completed: 0,
+        }
     }
 
     pub fn id(&self, slot: u32) -> u64 {
@@ -84,8 +95,13 @@ impl Sim {
     }
 
     fn schedule_arrival(&mut self) {
-        let Population::Open { session_rate } = self.m.workload.population else { return };
-        let gap: f64 = rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, self.rng.get(Stream::Arrivals)) / session_rate;
+        let Population::Open { session_rate } = self.m.workload.population else {
+            return;
+        };
+        let gap: f64 = rand_distr::Distribution::<f64>::sample(
+            &rand_distr::Exp1,
+            self.rng.get(Stream::Arrivals),
+        ) / session_rate;
         self.events.push(self.now + gap, Ev::SessionArrival);
     }
 
@@ -106,7 +122,8 @@ impl Sim {
 
     fn schedule_send(&mut self, slot: u32) {
         let think = self.m.workload.think.sample(self.rng.get(Stream::Think));
-        self.events.push(self.now + think, Ev::Send { session: slot });
+        self.events
+            .push(self.now + think, Ev::Send { session: slot });
     }
 
     pub(crate) fn send(&mut self, slot: u32) {
@@ -128,13 +145,27 @@ impl Sim {
         let w = &self.m.workload;
         let (limit, deadline) = match &w.end {
             SessionEnd::Chain => (u64::MAX, f64::INFINITY),
-            SessionEnd::AfterRequests { count } => (count.sample(self.rng.get(Stream::Session)).round().max(1.0) as u64, f64::INFINITY),
-            SessionEnd::AfterTime { duration, .. } => (u64::MAX, self.now + duration.sample(self.rng.get(Stream::Session))),
+            SessionEnd::AfterRequests { count } => (
+                count.sample(self.rng.get(Stream::Session)).round().max(1.0) as u64,
+                f64::INFINITY,
+            ),
+            SessionEnd::AfterTime { duration, .. } => (
+                u64::MAX,
+                self.now + duration.sample(self.rng.get(Stream::Session)),
+            ),
         };
         let start = w.chain.start;
         let sess = &mut self.sessions.slots[slot as usize];
         let history = std::mem::take(&mut sess.history);
-        *sess = Session { id: self.sessions.next_id, state: start, history, requests: 0, limit, deadline, pending: 0 };
+        *sess = Session {
+            id: self.sessions.next_id,
+            state: start,
+            history,
+            requests: 0,
+            limit,
+            deadline,
+            pending: 0,
+        };
         sess.history.clear();
         let first = match w.chain.roles[start] {
             StateRole::Request(ty) => {
@@ -156,7 +187,11 @@ impl Sim {
     pub(crate) fn request_done(&mut self, slot: u32) {
         let sess = &mut self.sessions.slots[slot as usize];
         sess.requests += 1;
-        let next = if sess.requests >= sess.limit { None } else { self.navigate(slot) };
+        let next = if sess.requests >= sess.limit {
+            None
+        } else {
+            self.navigate(slot)
+        };
         match next {
             Some(ty) => {
                 self.sessions.slots[slot as usize].pending = ty;
@@ -216,7 +251,9 @@ impl Sim {
                 return None;
             }
             sess.state = page;
-            let StateRole::Request(ty) = chain.roles[page] else { unreachable!("history holds pages only") };
+            let StateRole::Request(ty) = chain.roles[page] else {
+                unreachable!("history holds pages only")
+            };
             return Some(ty);
         }
         None

@@ -42,14 +42,27 @@ impl Ord for TotalF64 {
 
 impl Ps {
     pub fn new(cores: u32, overhead: Vec<f64>) -> Self {
-        Ps { cores: cores as f64, overhead, vwork: 0.0, last: 0.0, jobs: BinaryHeap::new(), arrivals: 0, epoch: 0, busy: TimeAvg::default() }
+        Ps {
+            cores: cores as f64,
+            overhead,
+            vwork: 0.0,
+            last: 0.0,
+            jobs: BinaryHeap::new(),
+            arrivals: 0,
+            epoch: 0,
+            busy: TimeAvg::default(),
+        }
     }
 
     /// Work done per second by each of n jobs.
     fn rate(&self, n: usize) -> f64 {
         let n = n as f64;
         let share = (self.cores / n).min(1.0);
-        let slowdown = self.overhead.iter().enumerate().fold(1.0, |acc, (j, c)| acc + c * (n - 1.0).powi(j as i32 + 1));
+        let slowdown = self
+            .overhead
+            .iter()
+            .enumerate()
+            .fold(1.0, |acc, (j, c)| acc + c * (n - 1.0).powi(j as i32 + 1));
         share / slowdown
     }
 
@@ -70,7 +83,8 @@ impl Ps {
     pub fn arrive(&mut self, now: f64, req: u32, work: f64) -> f64 {
         self.advance(now);
         self.arrivals += 1;
-        self.jobs.push(Reverse((TotalF64(self.vwork + work), self.arrivals, req)));
+        self.jobs
+            .push(Reverse((TotalF64(self.vwork + work), self.arrivals, req)));
         self.note_jobs(now);
         self.next_completion(now)
     }
@@ -101,14 +115,20 @@ pub struct Fcfs {
 
 impl Fcfs {
     pub fn new(channels: u32) -> Self {
-        Fcfs { channels: channels as usize, in_service: 0, queue: VecDeque::new(), busy: TimeAvg::default() }
+        Fcfs {
+            channels: channels as usize,
+            in_service: 0,
+            queue: VecDeque::new(),
+            busy: TimeAvg::default(),
+        }
     }
 
     /// True if the job starts service now (the caller schedules its completion).
     pub fn arrive(&mut self, now: f64, req: u32) -> bool {
         if self.in_service < self.channels {
             self.in_service += 1;
-            self.busy.set(now, self.in_service as f64 / self.channels as f64);
+            self.busy
+                .set(now, self.in_service as f64 / self.channels as f64);
             true
         } else {
             self.queue.push_back(req);
@@ -121,7 +141,8 @@ impl Fcfs {
         let next = self.queue.pop_front();
         if next.is_none() {
             self.in_service -= 1;
-            self.busy.set(now, self.in_service as f64 / self.channels as f64);
+            self.busy
+                .set(now, self.in_service as f64 / self.channels as f64);
         }
         next
     }

@@ -33,7 +33,10 @@ pub struct Latency {
 impl Default for Latency {
     fn default() -> Self {
         // 1 µs to 10 days: fixed bounds keep the memory per histogram constant.
-        Latency { hist: Histogram::new_with_bounds(1, 864_000_000_000, 3).expect("valid bounds"), sum: 0.0 }
+        Latency {
+            hist: Histogram::new_with_bounds(1, 864_000_000_000, 3).expect("valid bounds"),
+            sum: 0.0,
+        }
     }
 }
 
