@@ -11,7 +11,7 @@ import pandas as pd
 
 from . import _core
 from .model import LoadedModel, load_model
-from .trace import SCHEMA_VERSION, STATUSES, Trace, timeseries_frame
+from .trace import SCHEMA_VERSION, Trace, timeseries_frame
 
 
 class SimulationInterrupted(KeyboardInterrupt):
@@ -53,12 +53,11 @@ def _to_trace(out: dict, loaded: LoadedModel) -> Trace:
     requests = None
     if out["records"] is not None:
         r = dict(out["records"])
-        types, statuses = out["type_names"], STATUSES
         front = {
             "id": r.pop("id"),
             "session": r.pop("session"),
-            "type": pd.Categorical.from_codes(r.pop("type").astype(np.int32), types),
-            "status": pd.Categorical.from_codes(r.pop("status").astype(np.int8), statuses),
+            "type": pd.Categorical.from_codes(r.pop("type").astype(np.int32), out["type_names"]),
+            "status": pd.Categorical.from_codes(r.pop("status").astype(np.int8), out["status_names"]),
             "start": r.pop("start"),
             "end": r.pop("end"),
         }

@@ -13,8 +13,6 @@ import pandas as pd
 from .errors import TraceError
 
 SCHEMA_VERSION = 1
-STATUSES = ["ok", "rejected", "timeout", "error"]
-PHASES = ["wait_thread", "before_db", "wait_db", "with_db", "other"]
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
 TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
 

@@ -9,10 +9,10 @@ use numpy::{IntoPyArray, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use sim::stats::{Output, PHASES};
+use sim::stats::{Output, PHASES, STATUS_NAMES};
 
 /// Run a simulation of an engine-JSON model. Returns a dict with `summary` (JSON text),
-/// `series`, `records` (or None), `type_names`, `tier_names` and `stopped_by` (the
+/// `series`, `records` (or None), `type_names`, `status_names`, `tier_names` and `stopped_by` (the
 /// exception that stopped the run early — KeyboardInterrupt or one raised by
 /// `progress` — or None).
 #[pyfunction]
@@ -120,6 +120,7 @@ fn to_python<'py>(
         }
     }
     d.set_item("type_names", out.type_names)?;
+    d.set_item("status_names", STATUS_NAMES.to_vec())?;
     d.set_item("tier_names", out.tier_names)?;
     d.set_item("stopped_by", stopped_by.map(|e| e.into_value(py)))?;
     Ok(d)

@@ -39,24 +39,6 @@ pub enum Dist {
 }
 
 impl Dist {
-    pub fn mean(&self) -> f64 {
-        match self {
-            Dist::Constant { value } => *value,
-            Dist::Exponential { mean, max: None } => *mean,
-            Dist::Exponential { mean, max: Some(m) } => mean * (1.0 - (-m / mean).exp()),
-            Dist::Uniform { low, high } => 0.5 * (low + high),
-            Dist::Normal { mean, .. } | Dist::Lognormal { mean, .. } => *mean,
-            Dist::Empirical { values, cumulative } => {
-                let mut prev = 0.0;
-                values.iter().zip(cumulative).fold(0.0, |acc, (v, c)| {
-                    let w = c - prev;
-                    prev = *c;
-                    acc + v * w
-                })
-            }
-        }
-    }
-
     pub fn sample(&self, rng: &mut Pcg64Mcg) -> f64 {
         match self {
             Dist::Constant { value } => *value,
@@ -100,6 +82,25 @@ mod tests {
     use super::*;
     use rand::SeedableRng;
 
+    /// The analytic mean, to compare sampled means against.
+    fn mean(d: &Dist) -> f64 {
+        match d {
+            Dist::Constant { value } => *value,
+            Dist::Exponential { mean, max: None } => *mean,
+            Dist::Exponential { mean, max: Some(m) } => mean * (1.0 - (-m / mean).exp()),
+            Dist::Uniform { low, high } => 0.5 * (low + high),
+            Dist::Normal { mean, .. } | Dist::Lognormal { mean, .. } => *mean,
+            Dist::Empirical { values, cumulative } => {
+                let mut prev = 0.0;
+                values.iter().zip(cumulative).fold(0.0, |acc, (v, c)| {
+                    let w = c - prev;
+                    prev = *c;
+                    acc + v * w
+                })
+            }
+        }
+    }
+
     fn sample_mean(d: &Dist) -> f64 {
         let mut rng = Pcg64Mcg::seed_from_u64(7);
         let n = 200_000;
@@ -129,7 +130,7 @@ mod tests {
             },
         ];
         for d in &dists {
-            let (m, s) = (d.mean(), sample_mean(d));
+            let (m, s) = (mean(d), sample_mean(d));
             assert!((m - s).abs() / m < 0.01, "{d:?}: analytic {m}, sampled {s}");
         }
     }

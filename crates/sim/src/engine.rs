@@ -827,6 +827,8 @@ impl Sim {
                 }),
             );
         }
+        let utilization =
+            |busy: &mut TimeAvg| json!({ "utilization": per_s(busy.total_area(now)) });
         let mut tiers = Map::new();
         for (ti, t) in self.m.tiers.iter().enumerate() {
             let mut servers = Vec::new();
@@ -835,12 +837,7 @@ impl Sim {
                     .stations
                     .iter()
                     .zip(&mut sv.stations)
-                    .map(|(spec, st)| {
-                        (
-                            spec.name().to_string(),
-                            json!({ "utilization": per_s(st.busy().total_area(now)) }),
-                        )
-                    })
+                    .map(|(spec, st)| (spec.name().to_string(), utilization(st.busy())))
                     .collect();
                 let pools: Map<_, _> = t
                     .pools
@@ -873,12 +870,7 @@ impl Sim {
             .links
             .iter()
             .zip(&mut self.links)
-            .map(|(spec, l)| {
-                (
-                    spec.name.clone(),
-                    json!({ "utilization": per_s(l.busy.total_area(now)) }),
-                )
-            })
+            .map(|(spec, l)| (spec.name.clone(), utilization(&mut l.busy)))
             .collect();
         let in_flight = self.reqs.len() - self.free_reqs.len();
         let summary = json!({

@@ -186,21 +186,22 @@ def _check_calls(m: Model, ty: str, tname: str, programs: dict, stack: list[str]
 
 def _chain(m: Model, chain: ChainData, entry: str, bad: _Problems) -> tuple[dict, list[str]]:
     c = m.workload.chain
-    roles, engine_roles, missing = [], [], []
+    engine_roles, missing = [], []
     for s in chain.states:
         ty = c.types.get(s, s)
         if s == c.back:
-            roles.append("back"), engine_roles.append({"kind": "back"})
+            engine_roles.append({"kind": "back"})
         elif s == c.end:
-            roles.append("end"), engine_roles.append({"kind": "end"})
+            engine_roles.append({"kind": "end"})
         elif ty in m.requests:
-            roles.append("page"), engine_roles.append({"kind": "request", "type": list(m.requests).index(ty)})
+            engine_roles.append({"kind": "request", "type": list(m.requests).index(ty)})
             if entry not in m.requests[ty].programs():
                 bad.add(f"requests.{ty}", f"has no program for the entry tier {entry!r}; add requests.{ty}.{entry}")
         elif s == c.start:
-            roles.append("entry"), engine_roles.append({"kind": "entry"})
+            engine_roles.append({"kind": "entry"})
         else:
             missing.append(s)
+    roles = ["page" if r["kind"] == "request" else r["kind"] for r in engine_roles]
     if missing:
         bad.add("workload.chain", f"states with no request type: {', '.join(missing)}; add request types with these names or map them in workload.chain.types")
     for s, ty in c.types.items():
