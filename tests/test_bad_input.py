@@ -47,6 +47,25 @@ def test_unknown_pool_and_tier():
     assert "requests.A.dbx" in msg and "not a tier" in msg
 
 
+def _use(pool="threads", steps=()):
+    return {"use": {"pool": pool, "steps": list(steps)}}
+
+
+@pytest.mark.parametrize(
+    "program,path,text",
+    [
+        ([_use("conns")], "requests.A.app[0].use.pool", "'conns' does not exist"),
+        ([_use(steps=[_use()])], "requests.A.app[0].use.steps[0]", "do not nest"),
+        ([_use(), {"acquire": "threads"}, {"release": "threads"}], "requests.A.app[1]", "use blocks only, or acquire/release only"),
+        ([{"acquire": "threads"}, _use()], "requests.A.app[0]", "use blocks only"),
+        ([{"transaction": {"pool": "threads", "steps": [{"transaction": {"pool": "threads", "steps": []}}]}}], "requests.A.app[0].transaction.steps[0]", "do not nest"),
+    ],
+)
+def test_use_blocks(program, path, text):
+    msg = problems(lambda m: m["requests"]["A"].update(app=program))
+    assert path in msg and text in msg
+
+
 @pytest.mark.parametrize(
     "change,path",
     [

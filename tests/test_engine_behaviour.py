@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import tierlab
-from conftest import EXAMPLES, check_little, run
+from conftest import EXAMPLES, check_little, run, single_request_sessions
 
 
 def _stationary(csv_path, drop=("INIT",)) -> dict[str, float]:
@@ -121,17 +121,17 @@ def test_nested_holding_bounds_and_phases():
     assert queued["db"] > 0 and queued["threads"] > 0
     # Requests keep their thread while they wait for and use a connection.
     r = t.requests
-    phases = r[["app.wait_thread", "app.before_db", "app.wait_db", "app.with_db", "app.other"]].sum(axis=1)
+    phases = r[[f"app.{p}" for p in tierlab.PHASES]].sum(axis=1)
     np.testing.assert_allclose(phases, r["app.time"], rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(r["app.time"], r["response_time"], rtol=1e-9, atol=1e-9)
-    assert (r["app.other"] < 1e-9).all()
+    assert (r["app.other"] < 1e-9).all() and (r["app.with_db_idle"] == 0).all()
     assert (r["app.db_requests"] == 1).all() and (r["db.visits"] == 3).all()
     # The db tier's residence is spent inside the app's with-DB phase.
-    assert (r["db.time"] <= r["app.with_db"] + 1e-9).all()
+    assert (r["db.time"] <= r["app.with_db_active"] + 1e-9).all()
     # The time-averaged holding equals the records' holding (Little for each pool).
     pools = t.summary["tiers"]["app"]["servers"][0]["pools"]
     span = t.summary["measured_seconds"]
-    assert pools["db"]["mean_busy"] == pytest.approx(r["app.with_db"].sum() / span, rel=0.02)
+    assert pools["db"]["mean_busy"] == pytest.approx(r["app.with_db_active"].sum() / span, rel=0.02)
 
 
 def test_transaction_wide_caching_counts_each_connection_request():
@@ -144,6 +144,34 @@ def test_transaction_wide_caching_counts_each_connection_request():
     ]
     r = run(m).requests
     assert (r["app.db_requests"] == 3).all()
+
+
+@pytest.mark.parametrize(
+    "caching, before_db, active, idle, requests",
+    [
+        # Each use takes and gives back a connection, except inside the transaction.
+        ("transaction", 0.1 + 3 * 0.02 + 0.05, 0.05, 0.02, 3 + 1),
+        # The first use takes it; it stays cached (idle between uses) to the end.
+        ("request", 0.1, 0.05, 3 * 0.02 + 0.02 + 0.05, 1),
+    ],
+)
+def test_connection_caching_modes(caching, before_db, active, idle, requests):
+    use = {"use": {"pool": "db", "steps": [{"delay": 0.01}]}}
+    program = [
+        {"acquire": "threads"},
+        {"delay": 0.1},
+        {"loop": {"count": 3, "steps": [use, {"delay": 0.02}]}},
+        {"transaction": {"pool": "db", "steps": [use, {"delay": 0.02}, use]}},
+        {"delay": 0.05},
+        {"release": "threads"},
+    ]
+    tiers = {"app": {"pools": {"threads": {"kind": "threads", "size": 5}, "db": {"kind": "connections", "size": 5, "caching": caching}}}}
+    r = run(single_request_sessions(0.1, tiers, {"app": program}, duration=2_000, warmup=0, records=True)).requests
+    assert len(r) > 100
+    expected = {"before_db": before_db, "with_db_active": active, "with_db_idle": idle, "wait_thread": 0, "wait_db": 0, "other": 0}
+    for phase, value in expected.items():
+        np.testing.assert_allclose(r[f"app.{phase}"], value, atol=1e-9, err_msg=phase)
+    assert (r["app.db_requests"] == requests).all()
 
 
 def test_priority_pool_serves_lower_priority_value_first():

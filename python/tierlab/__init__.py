@@ -3,10 +3,11 @@
 from .errors import ModelError, TraceError
 from .model import LoadedModel, ModelWarning, load_model
 from .sim import SimulationInterrupted, simulate
-from .trace import Trace, read_trace
+from .trace import PHASES, Trace, read_trace
 
 __all__ = [
     "LoadedModel",
+    "PHASES",
     "ModelError",
     "ModelWarning",
     "SimulationInterrupted",

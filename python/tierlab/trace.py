@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ._core import PHASES
 from .errors import TraceError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The per-tier phase columns `<tier>.<phase>` of requests.parquet, in schema order.
+PHASES: list[str] = list(PHASES)
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
 TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
 

@@ -130,5 +130,6 @@ fn to_python<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("PHASES", PHASES.to_vec())?;
     Ok(())
 }

@@ -51,6 +51,8 @@ struct Frame {
     loop_base: u32,
     /// Bit i set = this visit holds a token of pool i of its server.
     held: u64,
+    /// Subset of `held`: tokens cached by the visit but not in use (after a Close).
+    idle: u64,
     phase: usize,
     since: f64,
     entered: f64,
@@ -61,7 +63,7 @@ struct TierAcc {
     server: i32,
     visits: u32,
     time: f64,
-    phases: [f64; 5],
+    phases: [f64; 6],
     db_requests: u32,
 }
 
@@ -386,6 +388,7 @@ impl Sim {
             pc: 0,
             loop_base,
             held: 0,
+            idle: 0,
             phase: OTHER,
             since: now,
             entered: now,
@@ -403,7 +406,8 @@ impl Sim {
         let phase = match waiting {
             Some(w) if w & self.conn_mask[t] != 0 => WAIT_DB,
             Some(w) if w & self.thread_mask[t] != 0 => WAIT_THREAD,
-            _ if f.held & self.conn_mask[t] != 0 => WITH_DB,
+            _ if f.held & !f.idle & self.conn_mask[t] != 0 => WITH_DB_ACTIVE,
+            _ if f.held & self.conn_mask[t] != 0 => WITH_DB_IDLE,
             _ if f.held & self.thread_mask[t] != 0 => BEFORE_DB,
             _ => OTHER,
         };
@@ -437,6 +441,23 @@ impl Sim {
                     }
                 }
                 Instr::Release(p) => self.release(slot, p),
+                Instr::Get(p) => {
+                    if f.held & (1 << p) != 0 {
+                        f.idle &= !(1 << p);
+                        self.update_phase(slot);
+                    } else if !self.acquire(slot, server, p) {
+                        return;
+                    }
+                }
+                Instr::Close(p) => {
+                    f.idle |= f.held & (1 << p);
+                    self.update_phase(slot);
+                }
+                Instr::Drop(p) => {
+                    if f.idle & (1 << p) != 0 {
+                        self.release(slot, p);
+                    }
+                }
                 Instr::Cpu { station, demand } => {
                     let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand));
                     if work > 0.0 {
@@ -571,6 +592,7 @@ impl Sim {
     fn release(&mut self, slot: u32, p: u16) {
         let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
         f.held &= !(1 << p);
+        f.idle &= !(1 << p);
         let server = f.server as usize;
         self.update_phase(slot);
         self.give_back(server, p);

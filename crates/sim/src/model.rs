@@ -114,14 +114,46 @@ pub struct RequestType {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Step {
-    Acquire { pool: usize },
-    Release { pool: usize },
-    Cpu { station: usize, demand: Dist },
-    Disk { station: usize, accesses: Dist },
-    Call { tier: usize },
-    Loop { count: Dist, body: Vec<Step> },
-    Delay { time: Dist },
-    Transfer { link: usize, bytes: Dist },
+    Acquire {
+        pool: usize,
+    },
+    Release {
+        pool: usize,
+    },
+    /// JDBC's getConnection(): reuse the token this visit has cached, else acquire one.
+    Get {
+        pool: usize,
+    },
+    /// Connection.close() on the pool's wrapper: the token stays cached, idle.
+    Close {
+        pool: usize,
+    },
+    /// Give a cached idle token back to its pool (end of a transaction-wide use).
+    Drop {
+        pool: usize,
+    },
+    Cpu {
+        station: usize,
+        demand: Dist,
+    },
+    Disk {
+        station: usize,
+        accesses: Dist,
+    },
+    Call {
+        tier: usize,
+    },
+    Loop {
+        count: Dist,
+        body: Vec<Step>,
+    },
+    Delay {
+        time: Dist,
+    },
+    Transfer {
+        link: usize,
+        bytes: Dist,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -256,7 +288,11 @@ impl Model {
         let t = &self.tiers[tier];
         for s in steps {
             let bad = match s {
-                Step::Acquire { pool } | Step::Release { pool } => *pool >= t.pools.len(),
+                Step::Acquire { pool }
+                | Step::Release { pool }
+                | Step::Get { pool }
+                | Step::Close { pool }
+                | Step::Drop { pool } => *pool >= t.pools.len(),
                 Step::Cpu { station, .. } => {
                     !matches!(t.stations.get(*station), Some(Station::Cpu { .. }))
                 }

@@ -8,6 +8,9 @@ use crate::model::Step;
 pub enum Instr {
     Acquire(u16),
     Release(u16),
+    Get(u16),
+    Close(u16),
+    Drop(u16),
     Cpu {
         station: u16,
         demand: u32,
@@ -41,6 +44,9 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
         match s {
             Step::Acquire { pool } => out.push(Instr::Acquire(*pool as u16)),
             Step::Release { pool } => out.push(Instr::Release(*pool as u16)),
+            Step::Get { pool } => out.push(Instr::Get(*pool as u16)),
+            Step::Close { pool } => out.push(Instr::Close(*pool as u16)),
+            Step::Drop { pool } => out.push(Instr::Drop(*pool as u16)),
             Step::Cpu { station, demand } => out.push(Instr::Cpu {
                 station: *station as u16,
                 demand: dist(dists, demand),

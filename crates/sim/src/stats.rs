@@ -15,13 +15,23 @@ pub enum Status {
 }
 pub const STATUS_NAMES: [&str; 4] = ["ok", "rejected", "timeout", "error"];
 
-/// Per-tier phases of a request (Totok & Karamcheti, eq. 1).
-pub const PHASES: [&str; 5] = ["wait_thread", "before_db", "wait_db", "with_db", "other"];
+/// Per-tier phases of a request (Totok & Karamcheti, eq. 1, with q split as in their
+/// Figs. 3–5: a connection is active between getConnection() and close(), idle while
+/// cached between them).
+pub const PHASES: [&str; 6] = [
+    "wait_thread",
+    "before_db",
+    "wait_db",
+    "with_db_active",
+    "with_db_idle",
+    "other",
+];
 pub const WAIT_THREAD: usize = 0;
 pub const BEFORE_DB: usize = 1;
 pub const WAIT_DB: usize = 2;
-pub const WITH_DB: usize = 3;
-pub const OTHER: usize = 4;
+pub const WITH_DB_ACTIVE: usize = 3;
+pub const WITH_DB_IDLE: usize = 4;
+pub const OTHER: usize = 5;
 
 /// A response-time distribution: HdrHistogram (µs, 3 significant digits) plus the
 /// exact sum for the mean.
@@ -95,7 +105,7 @@ pub struct TierColumns {
     pub server: Vec<i32>,
     pub visits: Vec<u32>,
     pub time: Vec<f64>,
-    pub phases: [Vec<f64>; 5],
+    pub phases: [Vec<f64>; 6],
     pub db_requests: Vec<u32>,
 }
 

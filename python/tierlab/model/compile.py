@@ -4,11 +4,12 @@ acquire/release, call cycles, the chain, an open workload beyond capacity)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import dist
 from .chain import ChainData, load as load_chain, visit_mix
-from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transfer
+from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use
 
 
 class _Problems(list):
@@ -58,8 +59,8 @@ def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]]
             if tname not in tier_ix:
                 bad.add(path, f"{tname!r} is not a tier (tiers: {_names(tiers)})")
                 continue
-            held: set[str] = set()
-            slots[tier_ix[tname]] = _steps(m, tyname, tname, steps, path, held, bad)
+            ctx = _Program(m, tyname, tname, {b.pool for b in _blocks(steps)}, set(), set(), bad)
+            slots[tier_ix[tname]] = _steps(ctx, steps, path)
         for tname, steps in programs.items():
             _check_calls(m, tyname, tname, programs, [tname], f"requests.{tyname}.{tname}", bad)
         engine_types.append({"name": tyname, "priority": ty.priority, "programs": slots})
@@ -106,8 +107,43 @@ def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]]
     return engine, list(bad), warnings
 
 
-def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str], bad: _Problems) -> list[dict]:
+@dataclass
+class _Program:
+    """What resolving one program needs: where it runs, the pools its `use` blocks
+    take, and — while walking it — the pools held and the transactions open."""
+
+    m: Model
+    ty: str
+    tname: str
+    used: set[str]
+    held: set[str]
+    tx: set[str]
+    bad: _Problems
+
+
+def _blocks(steps: list):
+    """The bodies of the `use`/`transaction` blocks of a program, at any depth."""
+    for s in steps:
+        if isinstance(s, (Use, Transaction)):
+            body = s.use if isinstance(s, Use) else s.transaction
+            yield body
+            yield from _blocks(body.steps)
+        elif isinstance(s, Loop):
+            yield from _blocks(s.loop.steps)
+
+
+def _children(s) -> list | None:
+    """The nested steps of a block step, or None."""
+    if isinstance(s, Loop):
+        return s.loop.steps
+    if isinstance(s, (Use, Transaction)):
+        return (s.use if isinstance(s, Use) else s.transaction).steps
+    return None
+
+
+def _steps(c: _Program, steps: list, path: str) -> list[dict]:
     """Resolve one program, tracking which pools are held to catch unbalanced use."""
+    m, tname, bad, held = c.m, c.tname, c.bad, c.held
     tier = m.tiers[tname]
     out = []
     for i, s in enumerate(steps):
@@ -116,6 +152,9 @@ def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str]
             pool = s.acquire if isinstance(s, Acquire) else s.release
             if pool not in tier.pools:
                 bad.add(p, f"pool {pool!r} does not exist in tier {tname!r} (pools: {_names(tier.pools)})")
+                continue
+            if pool in c.used:
+                bad.add(p, f"pool {pool!r} is taken by `use` blocks in this program; use blocks only, or acquire/release only")
                 continue
             if isinstance(s, Acquire):
                 if pool in held:
@@ -127,6 +166,8 @@ def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str]
                     bad.add(p, f"release of {pool!r}, which is not held at this point; acquire it earlier or remove this step")
                 held.discard(pool)
                 out.append({"op": "release", "pool": list(tier.pools).index(pool)})
+        elif isinstance(s, (Use, Transaction)):
+            out += _block(c, s, p)
         elif isinstance(s, (CpuStep, DiskStep)):
             kind = "cpu" if isinstance(s, CpuStep) else "disk"
             candidates = [n for n, st in tier.stations.items() if st.kind == kind]
@@ -143,13 +184,13 @@ def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str]
         elif isinstance(s, Call):
             if s.call not in m.tiers:
                 bad.add(p, f"{s.call!r} is not a tier (tiers: {_names(m.tiers)})")
-            elif s.call not in m.requests[ty].programs():
-                bad.add(p, f"request type {ty!r} has no program for tier {s.call!r}; add requests.{ty}.{s.call}")
+            elif s.call not in m.requests[c.ty].programs():
+                bad.add(p, f"request type {c.ty!r} has no program for tier {s.call!r}; add requests.{c.ty}.{s.call}")
             else:
                 out.append({"op": "call", "tier": list(m.tiers).index(s.call)})
         elif isinstance(s, Loop):
             before = set(held)
-            body = _steps(m, ty, tname, s.loop.steps, f"{p}.loop.steps", held, bad)
+            body = _steps(c, s.loop.steps, f"{p}.loop.steps")
             if held != before:
                 bad.add(p, "a loop body must give back every pool it acquires (and release none held before it)")
                 held.clear()
@@ -165,13 +206,39 @@ def _steps(m: Model, ty: str, tname: str, steps: list, path: str, held: set[str]
     return out
 
 
+def _block(c: _Program, s: "Use | Transaction", p: str) -> list[dict]:
+    """A `use` or `transaction` block as engine steps. `get` takes the visit's cached
+    token or a new one, `close` marks it idle, `drop` gives an idle one back: the pool's
+    caching mode decides where the drops go."""
+    kind = "use" if isinstance(s, Use) else "transaction"
+    body = s.use if isinstance(s, Use) else s.transaction
+    pools = c.m.tiers[c.tname].pools
+    if body.pool not in pools:
+        c.bad.add(f"{p}.{kind}.pool", f"pool {body.pool!r} does not exist in tier {c.tname!r} (pools: {_names(pools)})")
+        return []
+    if body.pool in (c.held if kind == "use" else c.tx):
+        c.bad.add(p, f"a {kind} of {body.pool!r} inside another one; {kind} blocks of one pool do not nest")
+        return []
+    ix = {"pool": list(pools).index(body.pool)}
+    transaction_wide = pools[body.pool].caching == "transaction"
+    inside = c.held if kind == "use" else c.tx
+    inside.add(body.pool)
+    steps = _steps(c, body.steps, f"{p}.{kind}.steps")
+    inside.discard(body.pool)
+    if kind == "use":
+        steps = [{"op": "get", **ix}, *steps, {"op": "close", **ix}]
+    if transaction_wide and body.pool not in c.tx:
+        steps.append({"op": "drop", **ix})
+    return steps
+
+
 def _called_tiers(steps: list) -> list[str]:
     out = []
     for s in steps:
         if isinstance(s, Call):
             out.append(s.call)
-        elif isinstance(s, Loop):
-            out += _called_tiers(s.loop.steps)
+        elif (inner := _children(s)) is not None:
+            out += _called_tiers(inner)
     return out
 
 
@@ -221,6 +288,8 @@ def _cpu_demand(m: Model, ty: str, tname: str, mult: float, out: dict) -> None:
                 out[(tname, station)] = out.get((tname, station), 0.0) + mult * dist.mean(s.cpu)
             elif isinstance(s, Loop):
                 walk(s.loop.steps, tname, mult * dist.mean(s.loop.count))
+            elif (inner := _children(s)) is not None:
+                walk(inner, tname, mult)
             elif isinstance(s, Call):
                 walk(m.requests[ty].programs()[s.call], s.call, mult)
 

@@ -31,6 +31,11 @@ class Pool(Strict):
     )
     max_queue: Annotated[int, Field(ge=0)] | None = Field(None, description="waiters beyond this are rejected at once")
     queue: Literal["fifo", "priority"] = Field("fifo", description="priority: lower request-type priority is served first")
+    caching: Literal["transaction", "request"] = Field(
+        "transaction",
+        description="for `use` blocks: transaction = a token is taken and given back around each use (kept only "
+        "inside a `transaction` block); request = taken at the first use and kept to the end of the request",
+    )
 
 
 class Cpu(Strict):
@@ -112,6 +117,24 @@ class Delay(Strict):
     delay: Dist
 
 
+class UseBody(Strict):
+    pool: Name
+    steps: list["Step"]
+
+
+class Use(Strict):
+    """One logical use of a pooled resource (getConnection() … close()): the pool's
+    `caching` mode decides whether the token is given back after it."""
+
+    use: UseBody
+
+
+class Transaction(Strict):
+    """The `use` blocks inside share one token, kept until the transaction ends."""
+
+    transaction: UseBody
+
+
 class TransferBody(Strict):
     link: Name
     bytes: Dist
@@ -121,7 +144,7 @@ class Transfer(Strict):
     transfer: TransferBody
 
 
-_OPS = ("acquire", "release", "cpu", "disk", "call", "loop", "delay", "transfer")
+_OPS = ("acquire", "release", "cpu", "disk", "call", "loop", "delay", "transfer", "use", "transaction")
 
 
 def _op(v: Any) -> str | None:
@@ -143,6 +166,8 @@ Step = Annotated[
         Annotated[Loop, Tag("loop")],
         Annotated[Delay, Tag("delay")],
         Annotated[Transfer, Tag("transfer")],
+        Annotated[Use, Tag("use")],
+        Annotated[Transaction, Tag("transaction")],
     ],
     Discriminator(
         _op,
@@ -151,6 +176,7 @@ Step = Annotated[
     ),
 ]
 LoopBody.model_rebuild()
+UseBody.model_rebuild()
 
 
 class RequestType(BaseModel):
