@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .errors import ModelError, TraceError
+from .errors import InputError, ModelError, TraceError
 from .model import ModelWarning, json_schema, load_model
 from .sim import SimulationInterrupted, simulate
 from .trace import Trace
@@ -119,7 +119,7 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)
-    except (ModelError, TraceError) as e:
+    except (ModelError, TraceError, InputError) as e:
         err.print(f"error: {e}", style="red", markup=False, highlight=False)
         sys.exit(2)
     except Exception as e:  # noqa: BLE001 — the last line of defence for a clear message

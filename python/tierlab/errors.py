@@ -16,3 +16,8 @@ class ModelError(ValueError):
 
 class TraceError(ValueError):
     """A trace folder is missing a table or has the wrong columns."""
+
+
+class InputError(ValueError):
+    """Another input is wrong (a measurement table, a profile, an option, a missing
+    optional dependency); the message names the row or field and the fix."""

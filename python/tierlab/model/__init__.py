@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import yaml
 from pydantic import ValidationError
@@ -34,15 +34,33 @@ class LoadedModel:
             warnings.warn(w, ModelWarning, stacklevel=3)
         return engine
 
+    def with_changes(self, changes: Mapping[str, Any]) -> "LoadedModel":
+        """A copy with values replaced at dotted paths of the model file, e.g.
+        ``{"tiers.app.pools.db.size": 8, "workload.population.session_rate": 2.5}`` —
+        how sweeps vary a model. A path must name a field the model has."""
+        full = self.spec.model_dump()
+        data = self.spec.model_dump(exclude_unset=True)
+        for path, value in changes.items():
+            *parents, last = path.split(".")
+            node, into = full, data
+            for i, key in enumerate(parents + [last]):
+                if not isinstance(node, dict) or key not in node:
+                    known = ", ".join(map(str, node)) if isinstance(node, dict) else "none"
+                    where = ".".join(parents[:i] + [key])
+                    raise ModelError([(path, f"the model has no {where!r} to change (there: {known})")], self.source)
+                node = node[key]
+                if i < len(parents):
+                    into = into.setdefault(key, {})
+            into[last] = value
+        try:
+            spec = Model.model_validate(data)
+        except ValidationError as e:
+            raise _model_error(e, self.source) from None
+        return LoadedModel(spec, self.base_dir, self.source)
+
     def with_run(self, **changes: Any) -> "LoadedModel":
         """A copy with run settings (seed, duration, …) replaced; None values are ignored."""
-        changes = {k: v for k, v in changes.items() if v is not None}
-        run = self.spec.run.model_copy(update=changes)
-        try:
-            run = type(run).model_validate(run.model_dump())
-        except ValidationError as e:
-            raise _model_error(e, self.source, prefix="run") from None
-        return LoadedModel(self.spec.model_copy(update={"run": run}), self.base_dir, self.source)
+        return self.with_changes({f"run.{k}": v for k, v in changes.items() if v is not None})
 
 
 def _loc(loc: tuple) -> str:

@@ -54,6 +54,15 @@ def load(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tuple[Ch
             problems.append((f"{path} row {s!r}", f"probabilities sum to {total:.6g}, not 1; fix the row or set `normalize: true` to rescale it"))
         else:
             matrix[i] /= total
+    for s, factor in chain.reweight.items():
+        if s not in states:
+            problems.append((f"{path}.reweight.{s}", f"{s!r} is not a state of the chain"))
+            continue
+        # Make the state `factor` times as likely to be chosen next, from every row.
+        matrix[:, states.index(s)] *= factor
+    if chain.reweight:
+        sums = matrix.sum(axis=1, keepdims=True)
+        np.divide(matrix, sums, out=matrix, where=sums > 0)
     if chain.start not in states:
         problems.append((f"{path}.start", f"{chain.start!r} is not a state of the chain (states: {', '.join(states[:8])}…)"))
     return ChainData(states, matrix), problems

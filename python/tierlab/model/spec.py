@@ -205,6 +205,10 @@ class Chain(Strict):
     end: str = Field("END_OF_SESSION", description="the state that ends the session")
     types: dict[str, str] = Field({}, description="state → request type, where they differ")
     normalize: bool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
+    reweight: dict[str, Annotated[float, Field(gt=0)]] = Field(
+        {}, description="state → factor: multiply every transition into the state by it, then rescale the rows "
+        "(shifts the request mix, e.g. {SRES: 1.5} for more searches)"
+    )
 
 
 class Closed(Strict):
