@@ -46,10 +46,11 @@ class RequestProfile:
 def profile(trace: Trace, tier: str | None = None) -> RequestProfile:
     """Profile the requests of `trace` that arrived after its warm-up.
 
-    L is estimated as (requests in the window) / (sessions whose first request is in the
-    window): in a steady state the request rate is the session rate times L, and this
-    ratio needs only the request records, so it reads live and simulated traces alike.
-    `tier` defaults to the tier that takes DB connections (or the first tier)."""
+    L is estimated as (requests in the window) / (sessions started in the window,
+    `summary.sessions.started`): in a steady state the request rate is the session rate
+    times L. Under overload the window is rarely a steady state (sessions slowed by
+    rejections pile up), so take L from a run below capacity. `tier` defaults to the
+    tier that takes DB connections (or the first tier)."""
     r = trace.requests
     if r is None or r.empty:
         raise TraceError("the trace has no request records; run the simulation with records on (the default)")
@@ -61,10 +62,9 @@ def profile(trace: Trace, tier: str | None = None) -> RequestProfile:
     window = r[r["start"] >= warmup]
     if window.empty:
         raise TraceError(f"no requests arrived after the warm-up ({warmup} s)")
-    first = r.groupby("session", observed=True)["start"].min()
-    sessions = int((first >= warmup).sum())
+    sessions = int(trace.summary.get("sessions", {}).get("started", 0))
     if sessions == 0:
-        raise TraceError("no session started after the warm-up; run longer")
+        raise TraceError("summary.sessions.started is 0 or missing: no session started after the warm-up; run longer")
     share = window["type"].value_counts(normalize=True).sort_index()
     share = share[share > 0].astype(float)
     share.index = share.index.astype(str)

@@ -11,7 +11,7 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import ModelError
-from .compile import compile_model
+from .compile import Compiled, compile_model
 from .spec import Model
 
 
@@ -27,12 +27,22 @@ class LoadedModel:
 
     def engine(self) -> dict:
         """The engine input; raises ModelError, and warns (ModelWarning) about overload."""
-        engine, problems, warns = compile_model(self.spec, self.base_dir)
-        if problems:
-            raise ModelError(problems, self.source)
-        for w in warns:
+        c = self._compiled()
+        for w in c.warnings:
             warnings.warn(w, ModelWarning, stacklevel=3)
-        return engine
+        return c.engine
+
+    def session_rate_bound(self) -> float | None:
+        """Sessions/s at which the busiest CPU reaches 100% (an upper bound on the
+        session throughput: overhead, disks and pools not counted); None if sessions
+        never end."""
+        return self._compiled().session_rate_bound
+
+    def _compiled(self) -> Compiled:
+        c = compile_model(self.spec, self.base_dir)
+        if c.problems:
+            raise ModelError(c.problems, self.source)
+        return c
 
     def with_changes(self, changes: Mapping[str, Any]) -> "LoadedModel":
         """A copy with values replaced at dotted paths of the model file, e.g.

@@ -21,8 +21,17 @@ def _names(d) -> str:
     return ", ".join(d) or "none"
 
 
-def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]], list[str]]:
-    """Returns (engine model, problems, warnings)."""
+@dataclass
+class Compiled:
+    engine: dict
+    problems: list[tuple[str, str]]
+    warnings: list[str]
+    # Sessions/s at which the busiest CPU would reach 100% (no overhead counted): an
+    # upper bound on the session throughput; None if sessions never end.
+    session_rate_bound: float | None
+
+
+def compile_model(m: Model, base_dir: Path) -> Compiled:
     bad = _Problems()
     tiers = list(m.tiers)
     tier_ix = {t: i for i, t in enumerate(tiers)}
@@ -73,12 +82,12 @@ def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]]
     chain, chain_bad = load_chain(w.chain, base_dir)
     for p in chain_bad:
         bad.add(*p)
-    warnings: list[str] = []
+    busy_per_session: dict = {}
     engine_chain = None
     if chain is not None and not chain_bad:
         engine_chain, roles = _chain(m, chain, entry, bad)
         if not bad:
-            warnings += _overload(m, chain, roles, entry)
+            busy_per_session = _cpu_per_session(m, chain, roles, entry)
 
     end: dict = {"kind": "chain"}
     if isinstance(w.session_end, AfterRequests):
@@ -104,7 +113,8 @@ def compile_model(m: Model, base_dir: Path) -> tuple[dict, list[tuple[str, str]]
         "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "end": end},
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
-    return engine, list(bad), warnings
+    bound = 1 / max(busy_per_session.values()) if busy_per_session else None
+    return Compiled(engine, list(bad), _overload(m, busy_per_session), bound)
 
 
 @dataclass
@@ -296,29 +306,31 @@ def _cpu_demand(m: Model, ty: str, tname: str, mult: float, out: dict) -> None:
     walk(m.requests[ty].programs()[tname], tname, mult)
 
 
-def _overload(m: Model, chain: ChainData, roles: list[str], entry: str) -> list[str]:
-    """Warn when an open workload offers more CPU work than the servers can do (a lower
-    bound on the load: concurrency overhead and disks are not counted)."""
+def _cpu_per_session(m: Model, chain: ChainData, roles: list[str], entry: str) -> dict:
+    """Expected CPU-seconds per session at each (tier, station), divided by its cores:
+    the station's busy time per session (concurrency overhead not counted)."""
     w = m.workload
-    if isinstance(w.population, Closed):
-        return []
     mix, per_session = visit_mix(chain, chain.index(w.chain.start), roles)
     if isinstance(w.session_end, AfterRequests):
         per_session = min(per_session, dist.mean(w.session_end.after_requests))
     if per_session == float("inf"):
-        return []
-    rate = w.population.session_rate * per_session
+        return {}
     demand: dict = {}
     for state, frac in mix.items():
-        _cpu_demand(m, w.chain.types.get(state, state), entry, frac, demand)
-    out = []
-    for (tname, station), d in sorted(demand.items()):
-        capacity = m.tiers[tname].servers * m.tiers[tname].stations[station].cores
-        rho = rate * d / capacity
-        if rho >= 1:
-            out.append(
-                f"workload: the open population offers {rate:.3g} requests/s, which loads "
-                f"tiers.{tname}.stations.{station} to {rho:.0%} of its capacity; "
-                f"queues will grow for the whole run (lower workload.population.session_rate or add servers/cores)"
-            )
-    return out
+        _cpu_demand(m, w.chain.types.get(state, state), entry, frac * per_session, demand)
+    return {(t, st): d / (m.tiers[t].servers * m.tiers[t].stations[st].cores) for (t, st), d in demand.items()}
+
+
+def _overload(m: Model, busy_per_session: dict) -> list[str]:
+    """Warn when an open workload offers more CPU work than the servers can do (a lower
+    bound on the load: concurrency overhead and disks are not counted)."""
+    if isinstance(m.workload.population, Closed):
+        return []
+    rate = m.workload.population.session_rate
+    return [
+        f"workload: the open population offers {rate:.3g} sessions/s, which loads "
+        f"tiers.{tname}.stations.{station} to {rate * busy:.0%} of its capacity; "
+        f"queues will grow for the whole run (lower workload.population.session_rate or add servers/cores)"
+        for (tname, station), busy in sorted(busy_per_session.items())
+        if rate * busy >= 1
+    ]
