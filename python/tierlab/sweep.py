@@ -57,8 +57,7 @@ def sweep(
                 warnings.simplefilter("ignore", ModelWarning)
                 loaded.with_changes({**run.changes, "run.seed": run.seed}).engine()
         except ModelError as e:
-            e.problems = [(f"run {i} ({_label(run)}): {path}", msg) for path, msg in e.problems]
-            raise
+            raise ModelError([(f"run {i} ({_label(run)}): {path}", msg) for path, msg in e.problems], e.source) from None
     tasks = [(loaded, run, measure) for run in runs]
     results: list[Any] = [None] * len(tasks)
     with Progress(

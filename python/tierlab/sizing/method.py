@@ -15,7 +15,7 @@ A new request mix (V_i) reuses the same p_i, q_i — the paper's assumption that
 depend only weakly on the mix. How far a mix may move is measured by the total
 variation distance between request shares, d = ½ Σ_i |s_i − s'_i|; past
 MIX_DISTANCE_LIMIT the result carries a warning to profile again. The paper validated
-its Loads 1 and 2 at d = 0.145 and 0.156 (Table II), so 0.2 is just beyond the
+its Loads 1 and 2 at d = 0.146 and 0.158 (Table II), so 0.2 is just beyond the
 evidence."""
 
 from __future__ import annotations

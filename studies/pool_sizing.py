@@ -1,0 +1,125 @@
+"""Totok & Karamcheti §5.3 on the TPC-W example: profile p_i, q_i over the paper's
+(M, N) grid, compute λ(M, N), λ(N) and the optimum for the profiling mix and two
+other mixes (like the paper's Loads 1 and 2), then measure the maximum sustainable
+session throughput at each method optimum M0(N) and its neighbours M0 ± 1, M0 ± 2.
+
+    python studies/pool_sizing.py            # the full study (about 15 min on 2 cores)
+    python studies/pool_sizing.py --quick    # a small grid, few runs (about 1 min)
+
+Writes studies/results/pool_sizing[_quick]/: profile/, rates_<mix>.csv, validation.csv,
+trials.csv, pool_sizing.png and result.json (also printed last)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from tierlab import load_model  # noqa: E402
+from tierlab.profile import profile  # noqa: E402
+from tierlab.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, mix_distance, profile_grid  # noqa: E402
+from tierlab.sweep import Run, sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
+# Load 1 leans to Item (PROD), Load 2 to Search (SRES), as the paper's Table II.
+MIXES = {"profiling": {}, "load1": {"PROD": 2.0}, "load2": {"SRES": 2.0}}
+
+
+def _mix(trace):
+    p = profile(trace)
+    return p.share * p.L
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--duration", type=float, help="seconds per validation run after the warm-up (default 3600; quick 900)")
+    ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
+    a = ap.parse_args()
+    out = ROOT / "studies" / "results" / ("pool_sizing_quick" if a.quick else "pool_sizing")
+    out.mkdir(parents=True, exist_ok=True)
+    model = load_model(MODEL)
+    Ms, Ns = ((5, 10, 20, 30), (1, 4, 10, 20, 30)) if a.quick else (PAPER_M, PAPER_N)
+    validate_N = (5, 10) if a.quick else (4, 5, 8, 10)
+    runs = 3 if a.quick else 5
+    duration = a.duration or (900 if a.quick else 3600)
+    warmup = model.spec.run.warmup
+    model = model.with_changes({"run.duration": warmup + duration})
+
+    grid = profile_grid(model, Ms, Ns, scheduler=a.scheduler)
+    grid.write(out / "profile")
+    sizing = PoolSizing(grid)
+    rows, result = [], {"duration": duration, "runs_per_rate": runs, "mixes": {}}
+    for name, weights in MIXES.items():
+        extra = {"workload.chain.reweight": weights} if weights else {}
+        mixed = model.with_changes(extra)
+        V = sweep(mixed, [Run({"workload.population.session_rate": mixed.session_rate_bound() / 2})], _mix, workers=1, progress=None)[0]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rates = sizing.rates(V, M_max=30)
+        rates.table.to_csv(out / f"rates_{name}.csv", index=False)
+        by_n = rates.by_N().set_index("N")
+        configs, predicted = [], {}
+        for N in validate_N:
+            M0 = int(by_n.loc[N, "M0"])
+            for M in range(max(N, M0 - 2), M0 + 3):
+                configs.append((M, N))
+                predicted[(M, N)] = float(rates.table.set_index(["M", "N"]).loc[(M, N), "lambda"])
+        measured, trials = max_sustainable_rate(mixed, configs, predicted, runs=runs, scheduler=a.scheduler)
+        trials.assign(mix=name).to_csv(out / f"trials_{name}.csv", index=False)
+        measured["predicted"] = [predicted[(m, n)] for m, n in zip(measured.M, measured.N)]
+        measured["mix"] = name
+        rows.append(measured)
+        best = rates.best()
+        per_n = []
+        for N, d in measured.groupby("N"):
+            M0 = int(by_n.loc[N, "M0"])
+            top = d["lambda_max"].max()
+            best_Ms = sorted(d.loc[d["lambda_max"] == top, "M"].astype(int))
+            at_M0 = float(d.loc[d["M"] == M0, "lambda_max"].iloc[0])
+            per_n.append({
+                "N": int(N), "M0_method": M0, "lambda_method": float(by_n.loc[N, "lambda"]),
+                "M_measured_best": best_Ms, "lambda_measured_best": float(top), "lambda_measured_at_M0": at_M0,
+                "M0_within_1": any(abs(m - M0) <= 1 for m in best_Ms),
+                "error_at_M0": (float(by_n.loc[N, "lambda"]) - at_M0) / at_M0 if at_M0 else None,
+            })
+        result["mixes"][name] = {
+            "reweight": weights, "distance": rates.distance, "warnings": [str(w.message) for w in caught],
+            "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])},
+            "servers_for_10_sessions_per_s": rates.servers_for(10.0), "per_N": per_n,
+        }
+    table = pd.concat(rows, ignore_index=True)
+    table.to_csv(out / "validation.csv", index=False)
+    _plot(out, table, validate_N)
+    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(table.to_string(index=False))
+    print(json.dumps(result))
+
+
+def _plot(out: Path, table: pd.DataFrame, Ns) -> None:
+    fig, axes = plt.subplots(1, len(MIXES), figsize=(5 * len(MIXES), 4), sharey=True)
+    for ax, name in zip(axes, MIXES):
+        rates = pd.read_csv(out / f"rates_{name}.csv")
+        for N in Ns:
+            line = rates[rates.N == N].sort_values("M")
+            (h,) = ax.plot(line.M, line["lambda"], label=f"N={N} method")
+            d = table[(table.mix == name) & (table.N == N)].sort_values("M")
+            ax.plot(d.M, d.lambda_max, "o--", color=h.get_color(), label=f"N={N} measured")
+        ax.set_title(name)
+        ax.set_xlabel("threads M")
+    axes[0].set_ylabel("max sustainable sessions/s")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "pool_sizing.png", dpi=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Pool sizing (Totok & Karamcheti) and the contention cost model (Chen & Gorton):
+formulas against hand-computed values and the papers' own tables, profiling and the
+capacity search on small runs, and the sweep runner on every executor."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tierlab
+from tierlab import costmodel
+from tierlab.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
+from tierlab.sweep import Run, sweep
+from conftest import EXAMPLES
+
+# The paper's Table I ("max-loaded", M = N = 30, seconds) and Table II.
+TABLE_I = {  # type: (p, q)
+    "Home": (0.235, 0.0), "Search": (0.101, 0.646), "Item": (0.026, 0.311), "Add To Cart": (0.061, 0.227),
+    "Cart": (0.008, 0.0), "Register": (0.007, 0.0), "Buy Request": (0.205, 0.940), "Buy Confirm": (0.230, 1.165),
+}
+TYPES = list(TABLE_I)
+PROFILING = pd.Series([6.82, 31.93, 42.73, 4.76, 2.03, 3.58, 3.58, 3.58], index=TYPES) / 100
+LOAD1 = pd.Series([5.53, 30.31, 57.73, 1.76, 0.7, 1.32, 1.32, 1.32], index=TYPES) / 100
+LOAD2 = pd.Series([5.37, 48.07, 41.55, 1.39, 0.53, 1.03, 1.03, 1.03], index=TYPES) / 100
+
+
+def _table_i_grid() -> ProfileGrid:
+    """Table I's values at a few (M, N) around (30, 30), so (30, 30) is a data point."""
+    rows = [
+        {"M": M, "N": N, "type": t, "count": 100, "wait_thread": 0.0, "p": p, "wait_db": 0.0, "q_active": q, "q_idle": 0.0, "q": q, "db_requests": 1.0, "response_time": p + q}
+        for M, N in [(30, 30), (30, 10), (20, 10), (20, 20), (40, 20), (40, 40)]
+        for t, (p, q) in TABLE_I.items()
+    ]
+    return ProfileGrid(pd.DataFrame(rows), pd.DataFrame(), PROFILING, 14.67, PoolSetting("app", "threads", "db"), "table-i")
+
+
+def test_lambda_formulas_on_the_papers_table_i():
+    # By hand: ΣV_i q_i = 14.67 × Σ s_i q_i = 14.67 × 0.425330 = 6.23959 s, and
+    # ΣV_i p_i = 14.67 × 0.078276 = 1.14831 s, so at M = N = 30
+    # λ_DB = 30 / 6.23959 = 4.8080, λ_THR = 30 / 7.38790 = 4.0607, λ = 4.0607 sessions/s.
+    t = PoolSizing(_table_i_grid()).rates().table.set_index(["M", "N"])
+    row = t.loc[(30, 30)]
+    assert row["lambda_db"] == pytest.approx(4.8080, rel=2e-4)
+    assert row["lambda_thr"] == pytest.approx(4.0607, rel=2e-4)
+    assert row["lambda"] == pytest.approx(4.0607, rel=2e-4)
+
+
+def test_mix_distance_of_the_papers_loads():
+    # Total variation from Table II: ½·29.02% and ½·31.29% as printed; the profiling
+    # column sums to 99.01%, and rescaled to 100% the distances are 0.1458 and 0.1582.
+    assert mix_distance(LOAD1, PROFILING) == pytest.approx(0.1458, abs=1e-4)
+    assert mix_distance(LOAD2, PROFILING) == pytest.approx(0.1582, abs=1e-4)
+    sizing = PoolSizing(_table_i_grid())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixWarning)
+        sizing.rates(LOAD2 * 18.62)  # close enough: no warning
+    far = pd.Series({"Home": 0.9, "Search": 0.1})
+    with pytest.warns(MixWarning, match="profile again"):
+        sizing.rates(far * 10)
+
+
+def _synthetic(M, N):
+    """p grows with M (CPU contention); q/N, the DB's inverse throughput, first falls
+    (parallelism) then rises (contention) with N."""
+    return 0.05 + 0.002 * M**2, N * 0.1 * (1 - 0.04 * N + 0.002 * N**2)
+
+
+def _closed_form(M, N):
+    p, q = _synthetic(M, N)
+    return N / q, M / (p + q)
+
+
+def test_optimum_lambda_of_N_and_servers_on_a_synthetic_profile():
+    rows = []
+    for M in (5, 10, 15, 20, 30):
+        for N in (1, 2, 5, 10, 15, 20, 30):
+            if M >= N:
+                p, q = _synthetic(M, N)
+                rows.append({"M": M, "N": N, "type": "A", "count": 10, "p": p, "q": q, "wait_thread": 0, "wait_db": 0, "q_active": q, "q_idle": 0, "db_requests": 1, "response_time": 0})
+    grid = ProfileGrid(pd.DataFrame(rows), pd.DataFrame(), pd.Series({"A": 1.0}), 1.0, PoolSetting("app", "t", "c"), "synthetic")
+    rates = PoolSizing(grid).rates()
+    t = rates.table.set_index(["M", "N"])
+    for M, N in [(10, 5), (30, 20), (20, 15)]:  # profiled points: the interpolant passes through them
+        assert t.loc[(M, N), ["lambda_db", "lambda_thr"]].tolist() == pytest.approx(_closed_form(M, N), rel=1e-9)
+    for M, N in [(17, 3), (12, 8), (25, 12)]:  # between points: close to the smooth truth
+        assert t.loc[(M, N), ["lambda_db", "lambda_thr"]].tolist() == pytest.approx(_closed_form(M, N), rel=0.03)
+    best = rates.best()
+    truth = {(M, N): min(_closed_form(M, N)) for M in range(5, 31) for N in range(1, M + 1)}
+    # The configuration the method picks is (truly) within 1% of the true best.
+    assert truth[(int(best["M"]), int(best["N"]))] == pytest.approx(max(truth.values()), rel=0.01)
+    assert best["lambda"] == pytest.approx(max(truth.values()), rel=0.01)
+    by_n = rates.by_N().set_index("N")
+    assert by_n.loc[int(best["N"]), "lambda"] == best["lambda"]
+    assert rates.servers_for(best["lambda"] * 2.5) == 3 and rates.servers_for(best["lambda"]) == 1
+
+
+def test_no_grid_point_with_M_at_least_N():
+    with pytest.raises(tierlab.InputError, match="no point with M ≥ N"):
+        profile_grid(EXAMPLES / "tpcw_2tier.yaml", M_values=[1, 2], N_values=[5, 10])
+
+
+def test_profiling_measures_contention_on_the_example():
+    """A small grid on the TPC-W example: every point ends slightly overloaded, p grows
+    with M (CPU contention) and q grows with N (database contention)."""
+    model = tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes({"run.duration": 700})
+    grid = profile_grid(model, M_values=(5, 20), N_values=(2, 5, 20), progress=False)
+    assert grid.runs["overloaded"].all()
+    assert grid.L == pytest.approx(15, rel=0.1)
+    pts = grid.points.set_index(["M", "N", "type"])
+    assert pts.loc[(20, 5, "HOME"), "p"] > 1.5 * pts.loc[(5, 5, "HOME"), "p"]
+    assert pts.loc[(20, 20, "SRES"), "q"] > 1.2 * pts.loc[(20, 2, "SRES"), "q"]
+    assert (pts.loc[(20, 20, "SRES"), "db_requests"] == 1.0)  # request-wide caching
+    assert pts["q_idle"].max() < 0.05 * pts["q"].max()
+    rates = PoolSizing(grid).rates()
+    best = rates.best()
+    assert 5 <= best["M"] <= 20 and 2 <= best["N"] <= 20
+
+
+def _one_pool_model(timeout: float) -> dict:
+    return {
+        "run": {"duration": 700, "warmup": 100, "records": False},
+        "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}},
+        "requests": {"job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}},
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+    }
+
+
+def test_capacity_search_walks_the_rate_grid():
+    """One connection serving 0.1 s jobs: nothing is sustainable at 10 sessions/s or more,
+    and with a 1 s acquire timeout an M/M/1 queue overflows well before that."""
+    result, trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=3, progress=False)
+    lam = result["lambda_max"].iloc[0]
+    assert 0 < lam < 10
+    t = trials.set_index("lambda")
+    assert t.loc[lam, "passed"] and not t.loc[lam + 0.5, "passed"]
+    assert (t["passed_runs"] <= t["runs"]).all()
+
+
+def test_sweep_is_the_same_in_process_in_workers_and_on_dask():
+    distributed = pytest.importorskip("distributed")
+    model = _one_pool_model(1.0)
+    runs = [Run({"workload.population.session_rate": r}, seed) for r in (3.0, 6.0) for seed in (1, 2)]
+    measure = _throughput
+    inline = sweep(model, runs, measure, workers=1, progress=None)
+    local = sweep(model, runs, measure, workers=2, progress=None)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        on_dask = sweep(model, runs, measure, scheduler=cluster.scheduler_address, progress=None)
+    assert inline == local == on_dask
+    assert inline[0] != inline[1]  # seeds differ
+
+
+def _throughput(trace) -> float:
+    return trace.summary["throughput"]
+
+
+def test_sweep_names_the_bad_run():
+    with pytest.raises(tierlab.ModelError, match=r"run 1 \(tiers.app.pools.db.size=0, seed=1\)"):
+        sweep(_one_pool_model(1.0), [Run({}), Run({"tiers.app.pools.db.size": 0})], _throughput, progress=None)
+
+
+# ---- Chen & Gorton ----------------------------------------------------------------------
+
+
+def test_cost_model_reproduces_the_papers_fit():
+    model = costmodel.fit(costmodel.read_table(EXAMPLES / "chen_gorton_stockonline.csv"))
+    assert model.a == pytest.approx(6.65, rel=0.02)
+    assert model.b == pytest.approx(5.42, rel=0.02)
+    assert model.c == pytest.approx(5.24, rel=0.02)
+    assert [model.optimal_threads(x) for x in (100, 200, 400, 800)] == [10, 14, 20, 29]
+    assert 0.9 < model.r2 < 1 and all(0 < s < 2 for s in model.stderr.values())
+    # Standard errors from an independent route: the covariance of the normal equations.
+    d = model.data
+    X = np.column_stack([d.clients, d.clients / d.threads, d.threads])
+    resid = d.value - model.cost(d.clients, d.threads)
+    cov = (resid @ resid) / (len(d) - 3) * np.linalg.inv(X.T @ X)
+    assert model.stderr["b"] == pytest.approx(np.sqrt(cov[1, 1]), rel=1e-9)
+
+
+def test_cost_model_recovers_known_parameters_from_a_simulated_closed_system():
+    """A closed system with x clients and y threads of one CPU: the fit finds b > 0 (the
+    queue) and c > 0 (contention with threads), and y* grows like √x."""
+    m = {
+        "run": {"duration": 400, "warmup": 50, "records": False},
+        "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu", "cores": 1, "overhead": 0.02}}}},
+        "requests": {"job": {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"delay": {"exponential": 0.02}}, {"release": "threads"}]}},
+        "workload": {"population": {"clients": 10}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}},
+    }
+    table = costmodel.simulate_table(m, clients=[20, 40, 80], threads=[1, 2, 4, 8, 16, 32], progress=False)
+    fit = costmodel.fit(table)
+    assert fit.b > 0 and fit.c > 0
+    assert fit.optimal_threads(80) > fit.optimal_threads(20)
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("clients,threads,value\n100,1,5\n100,2\n", "line 3: value"),
+        ("clients,threads,value\n100,1,5\n100,2,5,7\n", "not a regular CSV"),
+        ("clients,threads,value\n100,1,fast\n", "line 2: value = 'fast'"),
+        ("clients,threads,value\n100,0,5\n", "line 2: threads"),
+        ("clients,threads,value\n-4,1,5\n", "line 2: clients"),
+        ("clients,value\n100,5\n", "missing column(s) threads"),
+        ("clients,threads,value\n100,1,5\n200,1,9\n100,2,4\n", "3 measurements cannot fit 3 parameters"),
+        ("clients,threads,value\n100,1,5\n200,2,9\n400,4,4\n800,8,3\n", "do not determine"),
+    ],
+)
+def test_cost_model_bad_tables(tmp_path, text, message):
+    f = tmp_path / "t.csv"
+    f.write_text(text)
+    with pytest.raises(tierlab.InputError) as e:
+        costmodel.fit(costmodel.read_table(f))
+    assert message in str(e.value)
