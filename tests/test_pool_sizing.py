@@ -213,3 +213,17 @@ def test_cost_model_bad_tables(tmp_path, text, message):
     with pytest.raises(tierlab.InputError) as e:
         costmodel.fit(costmodel.read_table(f))
     assert message in str(e.value)
+
+
+def test_cli_cost_fit_and_bad_table(tmp_path):
+    import subprocess
+    import sys
+
+    ok = subprocess.run([sys.executable, "-m", "tierlab.cli", "cost", "fit", str(EXAMPLES / "chen_gorton_stockonline.csv"), "--json", str(tmp_path / "fit.json")], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    import json
+
+    assert json.loads((tmp_path / "fit.json").read_text())["optimal_threads"] == {"100": 10, "200": 14, "400": 20, "800": 29}
+    (tmp_path / "bad.csv").write_text("clients,threads,value\n100,1,x\n")
+    bad = subprocess.run([sys.executable, "-m", "tierlab.cli", "cost", "fit", str(tmp_path / "bad.csv")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "line 2: value = 'x'" in bad.stderr and "Traceback" not in bad.stderr

@@ -70,6 +70,16 @@ def schema_cmd() -> None:
     click.echo(json.dumps(json_schema(), indent=2))
 
 
+def _register() -> None:
+    from .cli_sizing import cost, profile_cmd, size
+
+    for command in (profile_cmd, size, cost):
+        cli.add_command(command)
+
+
+_register()
+
+
 def _ms(x) -> str:
     return "—" if x is None else f"{1000 * x:.1f}"
 

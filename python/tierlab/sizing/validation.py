@@ -3,8 +3,8 @@
 least 60% of the runs serve 100% of their requests (no rejection, time-out or error
 after the warm-up).
 
-The search starts at a guess (the method's prediction) and walks the grid: up while
-runs pass, down while they fail. Every configuration being searched advances one
+The search starts at a guess (the method's prediction), brackets the boundary with
+strides that double, then bisects the grid. Every configuration being searched advances one
 step per round, and a round is one sweep, so all cores stay busy. Each rate is tried
 with the same seeds (common random numbers), which keeps neighbouring rates and
 configurations comparable."""
@@ -28,15 +28,31 @@ def all_served(trace: Trace) -> bool:
 
 @dataclass
 class _Search:
+    """Bracket, then bisect, the boundary on the rate grid (rates in steps)."""
+
     M: int
     N: int
-    at: int  # current rate, in steps
-    passed: int | None = None  # highest rate known to pass, in steps
-    failed: int | None = None  # lowest rate known to fail, in steps
+    at: int  # next rate to try
+    passed: int | None = None  # highest rate known to pass
+    failed: int | None = None  # lowest rate known to fail
+    stride: int = 1
+
+    def record(self, ok: bool) -> None:
+        if ok:
+            self.passed = self.at if self.passed is None else max(self.passed, self.at)
+        else:
+            self.failed = self.at if self.failed is None else min(self.failed, self.at)
+        if self.passed is not None and self.failed is not None:
+            self.at = (self.passed + self.failed) // 2
+        else:  # still bracketing: double the stride away from the known side
+            self.at = self.at + self.stride if ok else max(1, self.at - self.stride)
+            self.stride *= 2
 
     @property
     def done(self) -> bool:
-        return self.at <= 0 or (self.passed is not None and self.failed is not None and self.failed == self.passed + 1)
+        if self.passed is None:
+            return self.failed == 1  # even the lowest rate of the grid fails
+        return self.failed is not None and self.failed == self.passed + 1
 
 
 def max_sustainable_rate(
@@ -76,11 +92,6 @@ def max_sustainable_rate(
             ok = sum(outcome[i * runs : (i + 1) * runs])
             passed = ok >= success * runs
             trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": runs, "passed": passed})
-            if passed:
-                s.passed = s.at if s.passed is None else max(s.passed, s.at)
-                s.at += 1
-            else:
-                s.failed = s.at if s.failed is None else min(s.failed, s.at)
-                s.at -= 1
+            s.record(passed)
     result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10)} for s in searches])
     return result, pd.DataFrame(trials)
