@@ -69,32 +69,45 @@ class Rates:
 class PoolSizing:
     def __init__(self, grid: ProfileGrid):
         self.grid = grid
-        self._p: dict[str, CloughTocher2DInterpolator] = {}
-        self._qn: dict[str, CloughTocher2DInterpolator] = {}
-        for ty, d in grid.points[grid.points["count"] > 0].groupby("type"):
-            xy = d[["M", "N"]].to_numpy(float)
-            if len(d) < 3 or np.linalg.matrix_rank(xy - xy.mean(axis=0)) < 2:
+        # One interpolant per set of profiled points, holding p and q/N of every type
+        # measured at exactly those points: one triangulation, one evaluation for all.
+        self._groups: list[tuple[list[str], CloughTocher2DInterpolator]] = []
+        by_points: dict[tuple, list[str]] = {}
+        measured = grid.points[grid.points["count"] > 0].sort_values(["M", "N"])
+        for ty, d in measured.groupby("type"):
+            by_points.setdefault(tuple(map(tuple, d[["M", "N"]].to_numpy())), []).append(ty)
+        for pts, types in by_points.items():
+            xy = np.array(pts, float)
+            if len(xy) < 3 or np.linalg.matrix_rank(xy - xy.mean(axis=0)) < 2:
                 continue  # too few points to span a triangle: the type is too rare to profile
-            self._p[ty] = CloughTocher2DInterpolator(xy, d["p"].to_numpy())
-            self._qn[ty] = CloughTocher2DInterpolator(xy, (d["q"] / d["N"]).to_numpy())
-        if not self._p:
+            cols = []
+            for ty in types:
+                d = measured[measured["type"] == ty]
+                cols += [d["p"].to_numpy(), (d["q"] / d["N"]).to_numpy()]
+            self._groups.append((types, CloughTocher2DInterpolator(xy, np.column_stack(cols))))
+        self.types = [t for types, _ in self._groups for t in types]
+        if not self.types:
             raise InputError("the profile has no request type measured at 3 or more (M, N) points spanning a triangle; profile more points")
 
-    def p(self, ty: str, M, N) -> np.ndarray:
-        return self._p[ty](M, N)
-
-    def q(self, ty: str, M, N) -> np.ndarray:
-        return self._qn[ty](M, N) * np.asarray(N, float)
+    def p_q(self, M, N) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """p_i(M, N) and q_i(M, N) of every interpolated type (NaN outside the profiled region)."""
+        M, N = np.asarray(M, float), np.asarray(N, float)
+        p, q = {}, {}
+        for types, f in self._groups:
+            values = f(M, N)
+            for k, ty in enumerate(types):
+                p[ty], q[ty] = values[..., 2 * k], values[..., 2 * k + 1] * N
+        return p, q
 
     def rates(self, V: pd.Series | None = None, M_max: int | None = None, N_max: int | None = None) -> Rates:
         """λ_DB, λ_THR, λ at every integer M ≥ N inside the profiled region (or up to
         M_max, N_max) for the mix V (mean requests per session by type; default the
         profiling mix)."""
         V = self.grid.share * self.grid.L if V is None else V[V > 0]
-        unknown = [t for t in V.index if t not in self._p and t not in self.grid.share.index]
+        unknown = [t for t in V.index if t not in self.types and t not in self.grid.share.index]
         if unknown:
-            raise InputError(f"request types {', '.join(unknown)} were never profiled (profiled: {', '.join(sorted(self._p))})")
-        rare = [t for t in V.index if t not in self._p]
+            raise InputError(f"request types {', '.join(unknown)} were never profiled (profiled: {', '.join(sorted(self.types))})")
+        rare = [t for t in V.index if t not in self.types]
         covered = V.drop(rare)
         d = mix_distance(V, self.grid.share)
         if d > MIX_DISTANCE_LIMIT:
@@ -106,8 +119,9 @@ class PoolSizing:
         keep = M >= N
         M, N = M[keep].astype(float), N[keep].astype(float)
         # Types too rare to interpolate count with their mean over the profile.
-        sum_q = sum(V[t] * self.q(t, M, N) for t in covered.index) + sum(V[t] * self._mean(t, "q") for t in rare)
-        sum_p = sum(V[t] * self.p(t, M, N) for t in covered.index) + sum(V[t] * self._mean(t, "p") for t in rare)
+        p, q = self.p_q(M, N)
+        sum_q = sum(V[t] * q[t] for t in covered.index) + sum(V[t] * self._mean(t, "q") for t in rare)
+        sum_p = sum(V[t] * p[t] for t in covered.index) + sum(V[t] * self._mean(t, "p") for t in rare)
         with np.errstate(divide="ignore", invalid="ignore"):
             lam_db = np.where(sum_q > 0, N / sum_q, np.inf)
             lam_thr = M / (sum_p + sum_q)
