@@ -71,7 +71,11 @@ def sweep(
         transient=True,
     ) as bar:
         task = bar.add_task(progress or "", total=len(tasks))
-        done = lambda i, value: (results.__setitem__(i, value), bar.advance(task))  # noqa: E731
+
+        def done(i: int, value: Any) -> None:
+            results[i] = value
+            bar.advance(task)
+
         if scheduler is not None:
             _on_dask(scheduler, tasks, done)
         elif (workers or os.cpu_count() or 1) == 1 or len(tasks) == 1:
