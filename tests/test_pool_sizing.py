@@ -113,7 +113,8 @@ def test_profiling_measures_contention_on_the_example():
     assert pts.loc[(20, 5, "HOME"), "p"] > 1.5 * pts.loc[(5, 5, "HOME"), "p"]
     assert pts.loc[(20, 20, "SRES"), "q"] > 1.2 * pts.loc[(20, 2, "SRES"), "q"]
     assert (pts.loc[(20, 20, "SRES"), "db_requests"] == 1.0)  # request-wide caching
-    assert pts["q_idle"].max() < 0.05 * pts["q"].max()
+    # Cached between accesses while the app does entity-bean work: idle; Home has no DB access.
+    assert (pts.xs("SRES", level="type")["q_idle"] > 0).all() and (pts.xs("HOME", level="type")["q"] == 0).all()
     rates = PoolSizing(grid).rates()
     best = rates.best()
     assert 5 <= best["M"] <= 20 and 2 <= best["N"] <= 20
