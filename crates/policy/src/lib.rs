@@ -1,73 +1,71 @@
 //! Dispatch policies, written once against no particular clock: the simulator calls
-//! them in virtual time and the live proxy in real time.
+//! them in virtual time and the live proxy in real time. `now` is seconds since any
+//! fixed origin, passed in by the caller; a policy never reads a clock itself.
+//!
+//! A dispatcher owns one policy instance for the servers it may use. Several
+//! dispatchers sharing one cluster exchange [`Metrics`] now and then ([`Dispatch::sync`]).
 
-/// Chooses the server of a tier that receives the next request.
-pub trait Dispatch {
-    fn pick(&mut self) -> usize;
+mod config;
+mod load;
+mod queue;
+mod redal;
+mod simple;
+
+pub use config::Policy;
+pub use load::{Load, Metrics};
+pub use queue::WaitQueue;
+pub use redal::{sync_message_bytes, Redal, RedalConfig};
+pub use simple::{Affinity, AffinityCap, LeastActive, PowerOfTwo, Random, RoundRobin};
+
+/// What a dispatcher knows about the request it must place.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Request {
+    pub session: u64,
+    /// Request type (an index; policies that care keep statistics per type).
+    pub ty: usize,
+    /// The server (index among this dispatcher's servers) holding the session's state.
+    pub home: Option<usize>,
+    /// Seconds since the session's previous request reached the cluster; None for a
+    /// session's first request and when the same request is asked about again.
+    pub gap: Option<f64>,
 }
 
-/// Smooth weighted round robin (the nginx algorithm): with equal weights the plain
-/// cycle 0, 1, …, n−1; with weights, each server's share equals its weight's share and
-/// its turns are spread out rather than bunched.
-pub struct RoundRobin {
-    weights: Vec<i64>,
-    current: Vec<i64>,
-    total: i64,
+/// Chooses the server of a cluster that receives the next request.
+pub trait Dispatch: Send {
+    /// The server for `req`, or None to hold the request at the dispatcher and ask
+    /// again later (only waiting policies such as ReDAL-W do that).
+    fn pick(&mut self, now: f64, req: &Request) -> Option<usize>;
+
+    /// A request this dispatcher sent to `server` has finished there (any status).
+    fn done(&mut self, _now: f64, _server: usize, _ty: usize) {}
+
+    /// This dispatcher's own contribution to the load metrics, to share with others.
+    fn metrics(&mut self, _now: f64) -> Metrics {
+        Metrics::default()
+    }
+
+    /// The other dispatchers' contributions (summed) as of their last sync.
+    fn sync(&mut self, _now: f64, _others: &Metrics) {}
 }
 
-impl RoundRobin {
-    /// `weights` must be non-empty with a positive sum.
-    pub fn new(weights: &[u32]) -> Self {
-        let weights: Vec<i64> = weights.iter().map(|w| *w as i64).collect();
-        let total = weights.iter().sum();
-        assert!(total > 0, "round robin needs a positive total weight");
-        RoundRobin {
-            current: vec![0; weights.len()],
-            weights,
-            total,
+/// Index of the smallest `key` among `candidates`; ties go to the first candidate at
+/// or after `start` (rotating `start` spreads ties instead of piling them on server 0).
+fn argmin_from<K: PartialOrd>(
+    candidates: impl Iterator<Item = usize>,
+    n: usize,
+    start: usize,
+    key: impl Fn(usize) -> K,
+) -> Option<usize> {
+    let mut best: Option<(usize, K)> = None;
+    for k in candidates {
+        let v = key(k);
+        let better = match &best {
+            None => true,
+            Some((b, bv)) => v < *bv || (v == *bv && (k + n - start) % n < (*b + n - start) % n),
+        };
+        if better {
+            best = Some((k, v));
         }
     }
-
-    pub fn equal(servers: usize) -> Self {
-        Self::new(&vec![1; servers])
-    }
-}
-
-impl Dispatch for RoundRobin {
-    fn pick(&mut self) -> usize {
-        let mut best = 0;
-        for i in 0..self.weights.len() {
-            self.current[i] += self.weights[i];
-            if self.current[i] > self.current[best] {
-                best = i;
-            }
-        }
-        self.current[best] -= self.total;
-        best
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn equal_weights_cycle_in_order() {
-        let mut rr = RoundRobin::equal(3);
-        let picks: Vec<_> = (0..6).map(|_| rr.pick()).collect();
-        assert_eq!(picks, [0, 1, 2, 0, 1, 2]);
-    }
-
-    #[test]
-    fn weights_give_proportional_and_spread_shares() {
-        let mut rr = RoundRobin::new(&[5, 1, 1]);
-        let picks: Vec<_> = (0..7).map(|_| rr.pick()).collect();
-        assert_eq!(picks, [0, 0, 1, 0, 2, 0, 0]);
-    }
-
-    #[test]
-    fn zero_weight_server_never_chosen() {
-        let mut rr = RoundRobin::new(&[1, 0]);
-        assert!((0..10).all(|_| rr.pick() == 0));
-    }
+    best.map(|(k, _)| k)
 }

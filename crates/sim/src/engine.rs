@@ -370,7 +370,8 @@ impl Sim {
     }
 
     fn enter_tier(&mut self, slot: u32, tier: usize) {
-        let server = self.tier_first_server[tier] + self.dispatch[tier].pick();
+        let pick = self.dispatch[tier].pick(self.now, &policy::Request::default());
+        let server = self.tier_first_server[tier] + pick.expect("round robin always picks");
         let now = self.now;
         let sv = &mut self.servers[server];
         sv.arrivals += 1;

@@ -1,0 +1,492 @@
+//! ReDAL (Dutta et al.): session affinity while the affined server is lightly loaded,
+//! else the least loaded lightly-loaded server, judged by two measures:
+//!
+//! - *dispatchability*: the slope of each request type's throughput against its
+//!   arrivals over the last m intervals, summed over types (§II-A); a server whose
+//!   slope is ≤ 0 is past its peak;
+//! - *modified load* m_k = l_k + α·e0_k (§II-C): l_k = requests assigned to server k in
+//!   the current time slice, e0_k = requests expected there, from reservations made one
+//!   think time h ahead of every request and cancelled when the request comes early.
+//!
+//! ReDAL-W (`wait`) holds a request at the dispatcher while no server is dispatchable.
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::Deserialize;
+
+use crate::{argmin_from, Dispatch, Load, Metrics, Request};
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RedalConfig {
+    /// Expected-load factor α ∈ (0, 1].
+    pub alpha: f64,
+    /// Time-slice length d, seconds (less than the think time).
+    pub slice: f64,
+    /// Think time h assumed until the first inter-request time is seen, seconds.
+    pub think_time: f64,
+    /// g: inter-request times in the moving average of h.
+    pub window: usize,
+    /// m: intervals in the throughput-slope window (≥ 2).
+    pub intervals: usize,
+    /// Length of one throughput-measurement interval, seconds.
+    pub interval: f64,
+    /// ReDAL-W: hold requests at the dispatcher while no server is dispatchable.
+    pub wait: bool,
+}
+
+impl RedalConfig {
+    pub fn check(&self) -> Result<(), String> {
+        let c = self;
+        if !(c.alpha > 0.0 && c.alpha <= 1.0) {
+            return Err(format!("alpha = {} is outside (0, 1]", c.alpha));
+        }
+        if !(c.slice > 0.0 && c.slice < c.think_time) {
+            return Err(format!(
+                "slice d = {} must be > 0 and less than the think time h = {} (C = ⌈h/d⌉ slices ahead)",
+                c.slice, c.think_time
+            ));
+        }
+        if c.window == 0 || c.intervals < 2 || !(c.interval > 0.0) {
+            return Err("window g ≥ 1, intervals m ≥ 2 and interval > 0 are required".into());
+        }
+        Ok(())
+    }
+}
+
+/// Payload bytes of one sync message as the paper counts it (§II-D): per server, one
+/// byte each for actual load and current throughput plus one per time slice of
+/// expected load — 50 servers, h = 60 s, d = 5 s: 50 · (2 + 12) = 700 bytes.
+pub fn sync_message_bytes(servers: usize, think_time: f64, slice: f64) -> usize {
+    servers * (2 + (think_time / slice).ceil() as usize)
+}
+
+/// Per-server, per-type arrivals and completions per interval: the throughput curve
+/// whose slope says whether a server is still lightly loaded.
+struct Analyzer {
+    interval: f64,
+    m: usize,
+    base: i64,
+    /// [server][type] = (completions, arrivals) in the current interval.
+    current: Vec<Vec<(i64, i64)>>,
+    /// [server]: the last m−… completed intervals, oldest first.
+    history: Vec<VecDeque<Vec<(i64, i64)>>>,
+    dispatchable: Vec<bool>,
+}
+
+impl Analyzer {
+    fn new(servers: usize, interval: f64, m: usize) -> Self {
+        Analyzer {
+            interval,
+            m,
+            base: 0,
+            current: vec![Vec::new(); servers],
+            history: vec![VecDeque::new(); servers],
+            dispatchable: vec![true; servers],
+        }
+    }
+
+    fn count(&mut self, k: usize, ty: usize, completion: bool) {
+        let row = &mut self.current[k];
+        if row.len() <= ty {
+            row.resize(ty + 1, (0, 0));
+        }
+        if completion {
+            row[ty].0 += 1;
+        } else {
+            row[ty].1 += 1;
+        }
+    }
+
+    /// Close the intervals that ended before `now`; re-judge dispatchability.
+    fn advance(&mut self, now: f64) {
+        let idx = (now / self.interval).floor() as i64;
+        if idx <= self.base {
+            return;
+        }
+        let closed = (idx - self.base).min(self.m as i64);
+        for k in 0..self.current.len() {
+            let ntypes = self.current[k].len();
+            for i in 0..closed {
+                let row = if i == 0 {
+                    std::mem::take(&mut self.current[k])
+                } else {
+                    vec![(0, 0); ntypes]
+                };
+                let h = &mut self.history[k];
+                h.push_back(row);
+                if h.len() > self.m {
+                    h.pop_front();
+                }
+            }
+            self.dispatchable[k] = self.slope(k).is_none_or(|s| s > 0.0);
+        }
+        self.base = idx;
+    }
+
+    /// Σ_p Σ_i (th_p^{i+1} − th_p^i) / (count_p^{i+1} − count_p^i) over the window,
+    /// skipping pairs whose arrivals did not change; None before two intervals exist.
+    fn slope(&self, k: usize) -> Option<f64> {
+        let h = &self.history[k];
+        if h.len() < 2 {
+            return None;
+        }
+        let mut s = 0.0;
+        let mut terms = 0;
+        for (a, b) in h.iter().zip(h.iter().skip(1)) {
+            for ty in 0..a.len().max(b.len()) {
+                let (th0, c0) = a.get(ty).copied().unwrap_or((0, 0));
+                let (th1, c1) = b.get(ty).copied().unwrap_or((0, 0));
+                if c1 != c0 {
+                    s += (th1 - th0) as f64 / (c1 - c0) as f64;
+                    terms += 1;
+                }
+            }
+        }
+        (terms > 0).then_some(s)
+    }
+}
+
+pub struct Redal {
+    cfg: RedalConfig,
+    /// Other dispatchers sharing these servers (for the new-session estimate).
+    peers: i64,
+    load: Load,
+    gaps: VecDeque<f64>,
+    gap_sum: f64,
+    /// Absolute index ⌊now/d⌋ of the current slice.
+    slice: i64,
+    /// l_k: requests this dispatcher assigned in the current slice.
+    actual: Vec<i64>,
+    /// Between syncs: requests assumed sent by the other dispatchers for new sessions.
+    estimate: Vec<i64>,
+    /// e_i,k from the current slice on: expected[i][k].
+    expected: VecDeque<Vec<i64>>,
+    others: Metrics,
+    /// session → (server, absolute slice) of its reservation.
+    reservations: HashMap<u64, (usize, i64)>,
+    pruned_at: usize,
+    analyzer: Analyzer,
+    turn: usize,
+}
+
+impl Redal {
+    /// `peers`: how many other dispatchers share these servers.
+    pub fn new(servers: usize, peers: usize, cfg: RedalConfig) -> Self {
+        Redal {
+            cfg,
+            peers: peers as i64,
+            load: Load::new(servers),
+            gaps: VecDeque::new(),
+            gap_sum: 0.0,
+            slice: 0,
+            actual: vec![0; servers],
+            estimate: vec![0; servers],
+            expected: VecDeque::from([vec![0; servers]]),
+            others: Metrics::default(),
+            reservations: HashMap::new(),
+            pruned_at: 0,
+            analyzer: Analyzer::new(servers, cfg.interval, cfg.intervals),
+            turn: 0,
+        }
+    }
+
+    /// The current think-time estimate h.
+    pub fn think_time(&self) -> f64 {
+        if self.gaps.is_empty() {
+            self.cfg.think_time
+        } else {
+            self.gap_sum / self.gaps.len() as f64
+        }
+    }
+
+    /// C = ⌈h/d⌉: slices of lookahead.
+    pub fn slices(&self) -> usize {
+        (self.think_time() / self.cfg.slice).ceil() as usize
+    }
+
+    pub fn dispatchable(&self, k: usize) -> bool {
+        self.analyzer.dispatchable[k] || self.load.get(k) == 0
+    }
+
+    /// m_k = l_k + α·e0_k, counting the other dispatchers' shares and estimates.
+    pub fn modified_load(&self, k: usize) -> f64 {
+        let l = self.actual[k] + self.estimate[k] + self.others.actual_at(self.slice, k);
+        let e0 = self.expected[0][k] + self.others.expected_at(self.slice, k);
+        l as f64 + self.cfg.alpha * e0 as f64
+    }
+
+    pub fn expected(&self, slice: i64, k: usize) -> i64 {
+        usize::try_from(slice - self.slice)
+            .ok()
+            .and_then(|i| self.expected.get(i))
+            .map_or(0, |row| row[k])
+    }
+
+    fn advance(&mut self, now: f64) {
+        self.analyzer.advance(now);
+        let idx = (now / self.cfg.slice).floor() as i64;
+        if idx <= self.slice {
+            return;
+        }
+        let n = self.actual.len();
+        for _ in 0..(idx - self.slice).min(self.expected.len() as i64) {
+            self.expected.pop_front();
+        }
+        if self.expected.is_empty() {
+            self.expected.push_back(vec![0; n]);
+        }
+        self.actual.iter_mut().for_each(|x| *x = 0);
+        self.slice = idx;
+        // Reservations of ended sessions expire with their slice; drop them now and
+        // then (amortized: when the map has doubled since the last pass).
+        if self.reservations.len() > 2 * self.pruned_at + 1024 {
+            let now_slice = self.slice;
+            self.reservations.retain(|_, (_, s)| *s >= now_slice);
+            self.pruned_at = self.reservations.len();
+        }
+    }
+
+    fn observe_gap(&mut self, gap: f64) {
+        self.gaps.push_back(gap);
+        self.gap_sum += gap;
+        if self.gaps.len() > self.cfg.window {
+            self.gap_sum -= self.gaps.pop_front().expect("non-empty");
+        }
+    }
+
+    /// The session's earlier reservation, if still ahead or current, is cancelled:
+    /// its request is here (early or on time) and now counts as actual load.
+    fn cancel(&mut self, session: u64) {
+        if let Some((k, s)) = self.reservations.remove(&session) {
+            if let Some(row) = usize::try_from(s - self.slice)
+                .ok()
+                .and_then(|i| self.expected.get_mut(i))
+            {
+                row[k] -= 1;
+            }
+        }
+    }
+
+    fn reserve(&mut self, now: f64, session: u64, k: usize) {
+        let s = ((now + self.think_time()) / self.cfg.slice).floor() as i64;
+        let i = (s - self.slice) as usize;
+        let n = self.actual.len();
+        while self.expected.len() <= i {
+            self.expected.push_back(vec![0; n]);
+        }
+        self.expected[i][k] += 1;
+        self.reservations.insert(session, (k, s));
+    }
+
+    fn least_loaded(&self, only_dispatchable: bool) -> Option<usize> {
+        let n = self.actual.len();
+        let candidates = (0..n).filter(|k| !only_dispatchable || self.dispatchable(*k));
+        argmin_from(candidates, n, self.turn, |k| self.modified_load(k))
+    }
+}
+
+impl Dispatch for Redal {
+    fn pick(&mut self, now: f64, req: &Request) -> Option<usize> {
+        self.advance(now);
+        if let Some(g) = req.gap {
+            self.observe_gap(g);
+        }
+        self.cancel(req.session);
+        let k = match req.home {
+            Some(h) if self.dispatchable(h) => h,
+            _ => match self.least_loaded(true) {
+                Some(k) => k,
+                None if self.cfg.wait => return None,
+                None => self.least_loaded(false).expect("servers ≥ 1"),
+            },
+        };
+        self.turn = (k + 1) % self.actual.len();
+        self.actual[k] += 1;
+        if req.home.is_none() {
+            self.estimate[k] += self.peers;
+        }
+        self.reserve(now, req.session, k);
+        self.load.sent(k);
+        self.analyzer.count(k, req.ty, false);
+        Some(k)
+    }
+
+    fn done(&mut self, now: f64, server: usize, ty: usize) {
+        self.advance(now);
+        self.load.done(server);
+        self.analyzer.count(server, ty, true);
+    }
+
+    fn metrics(&mut self, now: f64) -> Metrics {
+        self.advance(now);
+        Metrics {
+            active: self.load.own().to_vec(),
+            slice: self.slice,
+            actual: self.actual.clone(),
+            expected: self.expected.iter().cloned().collect(),
+        }
+    }
+
+    fn sync(&mut self, now: f64, others: &Metrics) {
+        self.advance(now);
+        self.load.sync(others);
+        self.others = others.clone();
+        self.estimate.iter_mut().for_each(|x| *x = 0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> RedalConfig {
+        RedalConfig {
+            alpha: 0.5,
+            slice: 1.0,
+            think_time: 3.0,
+            window: 2,
+            intervals: 3,
+            interval: 1.0,
+            wait: false,
+        }
+    }
+
+    fn req(session: u64, home: Option<usize>, gap: Option<f64>) -> Request {
+        Request {
+            session,
+            ty: 0,
+            home,
+            gap,
+        }
+    }
+
+    #[test]
+    fn paper_sync_message_size() {
+        assert_eq!(sync_message_bytes(50, 60.0, 5.0), 700);
+    }
+
+    #[test]
+    fn parameters_out_of_range_are_named() {
+        let bad = |f: fn(&mut RedalConfig)| {
+            let mut c = cfg();
+            f(&mut c);
+            c.check().unwrap_err()
+        };
+        assert!(bad(|c| c.alpha = 0.0).contains("alpha"));
+        assert!(bad(|c| c.alpha = 1.5).contains("alpha"));
+        assert!(bad(|c| c.slice = 3.0).contains("think time"));
+        assert!(bad(|c| c.intervals = 1).contains("intervals"));
+        assert!(cfg().check().is_ok());
+    }
+
+    #[test]
+    fn reservation_one_think_time_ahead_then_cancelled_early_or_expired() {
+        let mut r = Redal::new(2, 0, cfg());
+        assert_eq!(r.pick(0.2, &req(1, None, None)), Some(0));
+        // h = 3 (assumed): reserved in slice ⌊3.2⌋ = 3 on server 0.
+        assert_eq!(r.expected(3, 0), 1);
+        assert_eq!(r.slices(), 3);
+        // Early arrival (slice 1): the reservation is cancelled, a new one is made.
+        assert_eq!(r.pick(1.5, &req(1, Some(0), Some(1.3))), Some(0));
+        assert_eq!(r.expected(3, 0), 0);
+        // h is now the mean of the gaps seen (1.3): reserved at ⌊1.5 + 1.3⌋ = 2.
+        assert_eq!(r.expected(2, 0), 1);
+        // A session that never returns: its reservation leaves with its slice.
+        r.metrics(5.0);
+        assert_eq!(r.expected(2, 0), 0);
+        assert_eq!(r.expected[0], vec![0, 0]);
+    }
+
+    #[test]
+    fn modified_load_is_actual_plus_alpha_expected() {
+        let mut r = Redal::new(
+            2,
+            0,
+            RedalConfig {
+                think_time: 0.5 + 1e-9,
+                slice: 0.5,
+                ..cfg()
+            },
+        );
+        // Two requests in slice 0 reserve for slice ⌊(0.1+0.5)/0.5⌋ = 1 on servers 0, 1.
+        r.pick(0.1, &req(1, Some(0), None));
+        r.pick(0.1, &req(2, Some(1), None));
+        r.pick(0.2, &req(3, Some(0), None));
+        assert_eq!(r.modified_load(0), 2.0);
+        r.metrics(0.6); // slice 1: l = 0, e0 = reservations
+        assert_eq!(r.modified_load(0), 0.5 * 2.0);
+        assert_eq!(r.modified_load(1), 0.5 * 1.0);
+        // A new session goes to the least modified load: server 1.
+        assert_eq!(r.pick(0.6, &req(9, None, None)), Some(1));
+    }
+
+    /// One analyzer interval [t, t+1) on server 0: `arrivals` requests, then `completions`.
+    fn interval(r: &mut Redal, t: f64, arrivals: u64, completions: u64) {
+        for i in 0..arrivals {
+            r.pick(t + 0.01, &req(1000 * t as u64 + i, Some(0), None));
+        }
+        for _ in 0..completions {
+            r.done(t + 0.02, 0, 0);
+        }
+    }
+
+    /// Arrivals keep growing while completions stay flat: slope ≤ 0 → not dispatchable.
+    #[test]
+    fn dispatchability_flips_when_the_slope_turns_non_positive() {
+        let mut r = Redal::new(2, 0, cfg());
+        for (t, n) in [2, 4, 6].into_iter().enumerate() {
+            interval(&mut r, t as f64, n, n); // throughput follows load: slope +1 per pair
+        }
+        r.metrics(3.0);
+        assert!(r.dispatchable(0));
+        for (t, n) in [8, 10].into_iter().enumerate() {
+            interval(&mut r, 3.0 + t as f64, n, 6); // saturated: completions flat at 6
+        }
+        r.metrics(5.0);
+        assert_eq!(r.analyzer.slope(0), Some(0.0));
+        assert!(!r.dispatchable(0));
+        // The affined server is skipped for the least-loaded dispatchable one.
+        assert_eq!(r.pick(5.1, &req(999, Some(0), None)), Some(1));
+    }
+
+    #[test]
+    fn redal_w_waits_when_nothing_is_dispatchable() {
+        let mut r = Redal::new(
+            1,
+            0,
+            RedalConfig {
+                wait: true,
+                ..cfg()
+            },
+        );
+        for (t, (a, c)) in [(2, 2), (4, 2), (6, 2), (8, 2)].into_iter().enumerate() {
+            interval(&mut r, t as f64, a, c);
+        }
+        let t = 4.0;
+        assert_eq!(r.pick(t + 0.1, &req(77, Some(0), None)), None);
+        // The standard variant sends it to the least loaded server anyway.
+        let mut std = Redal::new(1, 0, cfg());
+        std.analyzer.dispatchable[0] = false;
+        std.load.sent(0);
+        assert_eq!(std.pick(t, &req(77, Some(0), None)), Some(0));
+    }
+
+    #[test]
+    fn new_sessions_count_for_every_dispatcher_until_the_next_sync() {
+        let mut r = Redal::new(2, 4, cfg());
+        r.pick(0.1, &req(1, None, None));
+        assert_eq!(r.modified_load(0), 1.0 + 4.0);
+        r.sync(
+            0.2,
+            &Metrics {
+                active: vec![0, 0],
+                slice: 0,
+                actual: vec![2, 1],
+                expected: vec![vec![0, 0]],
+            },
+        );
+        assert_eq!(r.modified_load(0), 1.0 + 2.0); // estimate replaced by the real counts
+        assert_eq!(r.modified_load(1), 1.0);
+    }
+}
