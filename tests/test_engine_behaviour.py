@@ -214,7 +214,7 @@ def test_pool_timeout_rejects_and_releases_everything():
 def test_weighted_round_robin_splits_load():
     m = {
         "run": {"duration": 5_000, "seed": 1},
-        "tiers": {"web": {}, "app": {"servers": 3, "weights": [2, 1, 1]}},
+        "tiers": {"web": {}, "app": {"servers": 3, "dispatch": {"policy": "round_robin", "weights": [2, 1, 1]}}},
         "requests": {"A": {"web": [{"call": "app"}], "app": [{"delay": 0.01}]}},
         "workload": {"population": {"clients": 5}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
     }

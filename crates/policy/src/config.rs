@@ -51,6 +51,14 @@ impl Policy {
         }
     }
 
+    /// Whether dispatchers sharing servers have load metrics to exchange.
+    pub fn shares_metrics(&self) -> bool {
+        !matches!(
+            self,
+            Policy::RoundRobin { .. } | Policy::Affinity | Policy::Random
+        )
+    }
+
     /// One dispatcher's instance over `servers` servers, `peers` other dispatchers
     /// sharing them; `seed` feeds the randomized policies.
     pub fn build(

@@ -1,10 +1,10 @@
 //! The simulation: a virtual clock, the event list, servers with their pools and
 //! stations, and requests executing their step programs tier by tier.
 
-use policy::{Dispatch, RoundRobin};
 use rand::RngExt;
 use serde_json::{json, Map, Value};
 
+use crate::cluster::Cluster;
 use crate::dist::Dist;
 use crate::events::{Ev, EventQueue};
 use crate::model::{Model, PoolKind, Station as StationSpec};
@@ -44,9 +44,14 @@ pub(crate) struct Server {
 
 /// One visit of a request to a server: where it is in that tier's program.
 #[derive(Clone, Copy)]
-struct Frame {
-    tier: u16,
-    server: u32,
+pub(crate) struct Frame {
+    pub(crate) tier: u16,
+    /// Global server index.
+    pub(crate) server: u32,
+    /// The dispatcher that sent the visit here.
+    dispatcher: u16,
+    /// The session's state is not on this server (it must be fetched).
+    remote: bool,
     pc: u32,
     loop_base: u32,
     /// Bit i set = this visit holds a token of pool i of its server.
@@ -68,13 +73,13 @@ struct TierAcc {
 }
 
 #[derive(Default)]
-struct Req {
+pub(crate) struct Req {
     id: u64,
-    session: u32,
-    ty: u32,
+    pub(crate) session: u32,
+    pub(crate) ty: u32,
     start: f64,
     measured: bool,
-    frames: Vec<Frame>,
+    pub(crate) frames: Vec<Frame>,
     /// (first instruction of the body, iterations left) of the open loops.
     loops: Vec<(u32, u32)>,
     tiers: Vec<TierAcc>,
@@ -93,18 +98,18 @@ pub struct Sim {
     /// programs[type * tiers + tier]
     programs: Vec<Option<Vec<Instr>>>,
     pub(crate) servers: Vec<Server>,
-    tier_first_server: Vec<usize>,
+    pub(crate) tier_first_server: Vec<usize>,
     thread_mask: Vec<u64>,
     conn_mask: Vec<u64>,
-    dispatch: Vec<RoundRobin>,
+    pub(crate) clusters: Vec<Cluster>,
     links: Vec<Ps>,
-    reqs: Vec<Req>,
+    pub(crate) reqs: Vec<Req>,
     free_reqs: Vec<u32>,
     next_req_id: u64,
     next_ticket: u64,
     pub(crate) sessions: Sessions,
     // statistics
-    measuring: bool,
+    pub(crate) measuring: bool,
     overall: TypeStats,
     per_type: Vec<TypeStats>,
     in_system: TimeAvg,
@@ -199,15 +204,12 @@ impl Sim {
         };
         let thread_mask = mask(PoolKind::Threads);
         let conn_mask = mask(PoolKind::Connections);
-        let dispatch = m
+        let clusters = m
             .tiers
             .iter()
-            .map(|t| {
-                if t.weights.is_empty() {
-                    RoundRobin::equal(t.servers)
-                } else {
-                    RoundRobin::new(&t.weights)
-                }
+            .enumerate()
+            .map(|(i, t)| {
+                Cluster::new(t, m.run.seed ^ (i as u64) << 32).expect("checked by Model::check")
             })
             .collect();
         let links = m.links.iter().map(|_| Ps::new(1, vec![])).collect();
@@ -216,7 +218,7 @@ impl Sim {
             ..Default::default()
         });
         let per_type = m.types.iter().map(|_| TypeStats::default()).collect();
-        let sessions = Sessions::new(&m.workload);
+        let sessions = Sessions::new(&m.workload, m.tiers.len());
         Sim {
             rng: Streams::new(m.run.seed),
             m,
@@ -228,7 +230,7 @@ impl Sim {
             tier_first_server,
             thread_mask,
             conn_mask,
-            dispatch,
+            clusters,
             links,
             reqs: Vec::new(),
             free_reqs: Vec::new(),
@@ -254,6 +256,12 @@ impl Sim {
         let (duration, window, warmup) =
             (self.m.run.duration, self.m.run.window, self.m.run.warmup);
         self.events.push(window.min(duration), Ev::Window);
+        for (t, spec) in self.m.tiers.iter().enumerate() {
+            if self.clusters[t].shares() {
+                self.events
+                    .push(spec.dispatch.sync_interval, Ev::Sync { tier: t as u16 });
+            }
+        }
         if warmup > 0.0 {
             self.events.push(warmup, Ev::Warmup);
         } else {
@@ -324,6 +332,11 @@ impl Sim {
                     .sample(self.rng.get(Stream::Network));
                 self.events.push(self.now + delay, Ev::Resume { req });
             }
+            Ev::DispatchExpire { tier, dispatcher } => {
+                self.dispatch_expire(tier as usize, dispatcher as usize)
+            }
+            Ev::Sync { tier } => self.sync(tier as usize),
+            Ev::SyncDeliver { tier } => self.sync_deliver(tier as usize),
             Ev::PoolTimeout { req, ticket } => {
                 let r = &self.reqs[req as usize];
                 if r.ticket == ticket {
@@ -365,13 +378,20 @@ impl Sim {
         r.ticket = 0;
         self.in_system.add(self.now, 1.0);
         let entry = self.m.workload.entry_tier;
-        self.enter_tier(slot, entry);
-        self.advance(slot);
+        if self.dispatch(slot, entry) {
+            self.advance(slot);
+        }
     }
 
-    fn enter_tier(&mut self, slot: u32, tier: usize) {
-        let pick = self.dispatch[tier].pick(self.now, &policy::Request::default());
-        let server = self.tier_first_server[tier] + pick.expect("round robin always picks");
+    /// Begin a visit of the request to `server` (global index), sent by `dispatcher`.
+    pub(crate) fn enter_tier(
+        &mut self,
+        slot: u32,
+        tier: usize,
+        server: usize,
+        dispatcher: u16,
+        remote: bool,
+    ) {
         let now = self.now;
         let sv = &mut self.servers[server];
         sv.arrivals += 1;
@@ -386,6 +406,8 @@ impl Sim {
         r.frames.push(Frame {
             tier: tier as u16,
             server: server as u32,
+            dispatcher,
+            remote,
             pc: 0,
             loop_base,
             held: 0,
@@ -491,8 +513,15 @@ impl Sim {
                     }
                 }
                 Instr::Call(t) => {
-                    self.enter_tier(slot, t as usize);
+                    if !self.dispatch(slot, t as usize) {
+                        return;
+                    }
                     self.update_phase(slot);
+                }
+                Instr::SessionBegin { end } => {
+                    if !f.remote {
+                        f.pc = end;
+                    }
                 }
                 Instr::LoopBegin { count, end } => {
                     let n = self.dists[count as usize]
@@ -720,11 +749,18 @@ impl Sim {
             held &= held - 1;
             self.give_back(f.server as usize, p);
         }
+        let ty = self.reqs[slot as usize].ty as usize;
+        self.dispatch_done(
+            f.tier as usize,
+            f.dispatcher as usize,
+            f.server as usize,
+            ty,
+        );
     }
 
     /// End a request early (rejected at a pool): every visit on its call stack ends
     /// now and gives back what it holds.
-    fn abort(&mut self, slot: u32, status: Status) {
+    pub(crate) fn abort(&mut self, slot: u32, status: Status) {
         self.reqs[slot as usize].ticket = 0;
         while !self.reqs[slot as usize].frames.is_empty() {
             self.leave_tier(slot);
@@ -886,7 +922,10 @@ impl Sim {
                     "pools": pools,
                 }));
             }
-            tiers.insert(t.name.clone(), json!({ "servers": servers }));
+            tiers.insert(
+                t.name.clone(),
+                json!({ "servers": servers, "dispatch": self.clusters[ti].summary() }),
+            );
         }
         let links: Map<_, _> = self
             .m

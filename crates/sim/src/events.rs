@@ -28,6 +28,12 @@ pub enum Ev {
     LinkDone { link: u16, epoch: u32 },
     /// A pool wait may time out; valid only if the request still waits on `ticket`.
     PoolTimeout { req: u32, ticket: u64 },
+    /// Requests held at a dispatcher whose wait limit has passed are rejected.
+    DispatchExpire { tier: u16, dispatcher: u16 },
+    /// Dispatchers sharing a tier's servers exchange load metrics…
+    Sync { tier: u16 },
+    /// …which arrive after the configured delay.
+    SyncDeliver { tier: u16 },
 }
 
 struct Entry {

@@ -5,6 +5,7 @@
 //! a summary, a per-window time series and optional per-request records
 //! ([`stats::Output`]), the trace schema of `docs/trace.md`.
 
+mod cluster;
 pub mod dist;
 mod engine;
 mod events;

@@ -4,6 +4,7 @@
 //! error, not a panic.
 
 use crate::dist::Dist;
+use policy::Policy;
 use serde::Deserialize;
 
 #[derive(Debug, Deserialize)]
@@ -22,13 +23,49 @@ pub struct Model {
 pub struct Tier {
     pub name: String,
     pub servers: usize,
-    /// Relative dispatch weights, one per server (empty = equal).
+    pub dispatch: Dispatcher,
+    /// Sessions keep state in this tier's servers: each has a home server, and a
+    /// request served elsewhere runs its programs' `Session` step (the fetch).
     #[serde(default)]
-    pub weights: Vec<u32>,
+    pub stateful: bool,
     #[serde(default)]
     pub pools: Vec<Pool>,
     #[serde(default)]
     pub stations: Vec<Station>,
+}
+
+impl Tier {
+    /// The servers (tier-local indices) each dispatcher may use.
+    pub fn blocks(&self) -> Vec<std::ops::Range<usize>> {
+        let (k, n) = (self.dispatch.dispatchers, self.servers);
+        (0..k)
+            .map(|i| {
+                if self.dispatch.hierarchical {
+                    i * n / k..(i + 1) * n / k
+                } else {
+                    0..n
+                }
+            })
+            .collect()
+    }
+}
+
+/// How requests reach a tier's servers: `dispatchers` instances of one policy. The
+/// caller's server i (or, at the entry tier, session i) uses dispatcher i mod K.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dispatcher {
+    pub policy: Policy,
+    pub dispatchers: usize,
+    /// Hierarchical: dispatcher i owns the i-th block of servers; else all share all.
+    pub hierarchical: bool,
+    /// Seconds between exchanges of load metrics among sharing dispatchers, and how
+    /// long a message takes to arrive.
+    pub sync_interval: f64,
+    pub sync_delay: f64,
+    /// Waiting policies (ReDAL-W): queue capacity per dispatcher and wait limit.
+    pub queue: usize,
+    pub queue_timeout: f64,
 }
 
 /// What a pool's tokens are; it decides which request phase holding or waiting counts as.
@@ -154,6 +191,11 @@ pub enum Step {
         link: usize,
         bytes: Dist,
     },
+    /// Load the session's state: runs `body` (the external-store fetch) only when the
+    /// visit's server does not hold it.
+    Session {
+        body: Vec<Step>,
+    },
 }
 
 #[derive(Debug, Deserialize)]
@@ -237,13 +279,23 @@ impl Model {
             if t.servers == 0 {
                 return fail(format!("tier {}: servers must be ≥ 1", t.name));
             }
-            if !t.weights.is_empty()
-                && (t.weights.len() != t.servers || t.weights.iter().all(|w| *w == 0))
-            {
+            let d = &t.dispatch;
+            if d.dispatchers == 0 || (d.hierarchical && d.dispatchers > t.servers) {
                 return fail(format!(
-                    "tier {}: weights need one positive entry per server",
+                    "tier {}: need 1 ≤ dispatchers (≤ servers if hierarchical)",
                     t.name
                 ));
+            }
+            if !(d.sync_interval > 0.0 && d.sync_delay >= 0.0 && d.queue_timeout > 0.0) {
+                return fail(format!(
+                    "tier {}: sync_interval and queue_timeout > 0, sync_delay ≥ 0",
+                    t.name
+                ));
+            }
+            for b in t.blocks() {
+                d.policy
+                    .check(b.len())
+                    .map_err(|e| format!("engine model: tier {}: {e}", t.name))?;
             }
         }
         for ty in &self.types {
@@ -301,7 +353,7 @@ impl Model {
                 }
                 Step::Call { tier: callee } => ty.programs.get(*callee).is_none_or(|p| p.is_none()),
                 Step::Transfer { link, .. } => *link >= self.links.len(),
-                Step::Loop { body, .. } => {
+                Step::Loop { body, .. } | Step::Session { body } => {
                     self.check_steps(ty, tier, body)?;
                     false
                 }

@@ -33,6 +33,10 @@ pub enum Instr {
         link: u16,
         bytes: u32,
     },
+    /// The session's state is local to the visit's server: jump to `end`.
+    SessionBegin {
+        end: u32,
+    },
 }
 
 pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
@@ -71,6 +75,14 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
                 });
                 let end = out.len() as u32;
                 out[begin] = Instr::LoopBegin { count, end };
+            }
+            Step::Session { body } => {
+                let begin = out.len();
+                out.push(Instr::SessionBegin { end: 0 });
+                flatten(body, dists, out);
+                out[begin] = Instr::SessionBegin {
+                    end: out.len() as u32,
+                };
             }
         }
     }

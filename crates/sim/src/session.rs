@@ -22,9 +22,13 @@ struct Session {
     deadline: f64,
     /// The request type to send when the think time ends.
     pending: usize,
+    /// Per tier: the server (tier-local) holding the session's state, and when its
+    /// previous request reached that tier's dispatcher.
+    homes: Vec<(Option<usize>, Option<f64>)>,
 }
 
 pub struct Sessions {
+    tiers: usize,
     slots: Vec<Session>,
     free: Vec<u32>,
     next_id: u64,
@@ -37,7 +41,7 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(w: &Workload) -> Self {
+    pub fn new(w: &Workload, tiers: usize) -> Self {
         let cumulative = w
             .chain
             .matrix
@@ -53,6 +57,7 @@ impl Sessions {
             })
             .collect();
         Sessions {
+            tiers,
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,
@@ -66,6 +71,22 @@ impl Sessions {
 
     pub fn id(&self, slot: u32) -> u64 {
         self.slots[slot as usize].id
+    }
+
+    pub fn home(&self, slot: u32, tier: usize) -> Option<usize> {
+        self.slots[slot as usize].homes[tier].0
+    }
+
+    pub fn set_home(&mut self, slot: u32, tier: usize, server: usize) {
+        self.slots[slot as usize].homes[tier].0 = Some(server);
+    }
+
+    /// A request of the session reaches `tier` now: the time since its previous one.
+    pub fn mark_arrival(&mut self, slot: u32, tier: usize, now: f64) -> Option<f64> {
+        let last = &mut self.slots[slot as usize].homes[tier].1;
+        let gap = last.map(|t| now - t);
+        *last = Some(now);
+        gap
     }
 
     pub fn start_measuring(&mut self) {
@@ -157,7 +178,11 @@ impl Sim {
         let start = w.chain.start;
         let sess = &mut self.sessions.slots[slot as usize];
         let history = std::mem::take(&mut sess.history);
+        let mut homes = std::mem::take(&mut sess.homes);
+        homes.clear();
+        homes.resize(self.sessions.tiers, (None, None));
         *sess = Session {
+            homes,
             id: self.sessions.next_id,
             state: start,
             history,

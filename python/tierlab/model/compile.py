@@ -9,7 +9,7 @@ from pathlib import Path
 
 from . import dist
 from .chain import ChainData, load as load_chain, visit_mix
-from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use
+from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
 
 
 class _Problems(list):
@@ -39,14 +39,13 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
 
     engine_tiers = []
     for tname, t in m.tiers.items():
-        if t.weights is not None and (len(t.weights) != t.servers or sum(t.weights) == 0):
-            bad.add(f"tiers.{tname}.weights", f"give {t.servers} weights (one per server), not all zero")
         if len(t.pools) > 64:
             bad.add(f"tiers.{tname}.pools", "at most 64 pools per tier")
         engine_tiers.append({
             "name": tname,
             "servers": t.servers,
-            "weights": t.weights or [],
+            "dispatch": _dispatch(tname, t, bad),
+            "stateful": t.session_state is not None,
             "pools": [
                 {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue}
                 for p, s in t.pools.items()
@@ -69,7 +68,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                 bad.add(path, f"{tname!r} is not a tier (tiers: {_names(tiers)})")
                 continue
             ctx = _Program(m, tyname, tname, {b.pool for b in _blocks(steps)}, set(), set(), bad)
-            slots[tier_ix[tname]] = _steps(ctx, steps, path)
+            slots[tier_ix[tname]] = _with_session_fetch(m, tyname, tname, _steps(ctx, steps, path), bad)
         for tname, steps in programs.items():
             _check_calls(m, tyname, tname, programs, [tname], f"requests.{tyname}.{tname}", bad)
         engine_types.append({"name": tyname, "priority": ty.priority, "programs": slots})
@@ -115,6 +114,40 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     }
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None
     return Compiled(engine, list(bad), _overload(m, busy_per_session), bound)
+
+
+def _dispatch(tname: str, t, bad: _Problems) -> dict:
+    """A tier's dispatch point as the engine's Dispatcher (policy as crates/policy)."""
+    d, path = t.dispatch, f"tiers.{tname}.dispatch"
+    policy: dict = {"policy": d.policy}
+    if d.policy == "round_robin":
+        if d.weights is not None and (len(d.weights) != t.servers or sum(d.weights) == 0 or d.topology == "hierarchical" and d.dispatchers > 1):
+            bad.add(f"{path}.weights", f"give {t.servers} weights (one per server), not all zero, with a shared topology")
+        policy["weights"] = d.weights or []
+    elif d.policy == "affinity_cap":
+        policy["cap"] = d.cap
+    elif d.policy in ("redal", "redal_w"):
+        policy = {"policy": "redal", "wait": d.policy == "redal_w", **d.model_dump(include={"alpha", "slice", "think_time", "window", "intervals", "interval"})}
+    if d.topology == "hierarchical" and d.dispatchers > t.servers:
+        bad.add(f"{path}.dispatchers", f"{d.dispatchers} dispatchers cannot each own a block of {t.servers} servers; use topology: shared or fewer dispatchers")
+    queue = getattr(d, "queue", None) or WaitQueue()
+    return {
+        "policy": policy, "dispatchers": d.dispatchers, "hierarchical": d.topology == "hierarchical",
+        "sync_interval": d.sync.interval, "sync_delay": d.sync.delay, "queue": queue.size, "queue_timeout": queue.timeout,
+    }
+
+
+def _with_session_fetch(m: Model, ty: str, tname: str, program: list[dict], bad: _Problems) -> list[dict]:
+    """On a stateful tier the session's state is loaded right after the visit's first
+    thread (or at once if it takes none): the fetch steps run if it is elsewhere."""
+    state = m.tiers[tname].session_state
+    if state is None:
+        return program
+    ctx = _Program(m, ty, tname, set(), set(), set(), bad)
+    fetch = {"op": "session", "body": _steps(ctx, state.fetch, f"tiers.{tname}.session_state.fetch")}
+    threads = {i for i, p in enumerate(m.tiers[tname].pools.values()) if p.kind == "threads"}
+    at = next((i + 1 for i, s in enumerate(program) if s["op"] == "acquire" and s["pool"] in threads), 0)
+    return [*program[:at], fetch, *program[at:]]
 
 
 @dataclass

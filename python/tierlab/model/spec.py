@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from .dist import Dist
 
@@ -64,9 +64,110 @@ class Disk(Strict):
 Station = Annotated[Union[Cpu, Disk], Field(discriminator="kind")]
 
 
+# ---- dispatch -------------------------------------------------------------------------
+
+
+class Sync(Strict):
+    """How dispatchers sharing one cluster exchange load metrics."""
+
+    interval: Annotated[float, Field(gt=0)] = Field(0.05, description="seconds between exchanges")
+    delay: Annotated[float, Field(ge=0)] = Field(0.0, description="seconds a message takes to arrive (staleness)")
+
+
+class DispatchBase(Strict):
+    dispatchers: Annotated[int, Field(ge=1)] = Field(
+        1, description="K dispatchers (web servers); the caller's server i uses dispatcher i mod K"
+    )
+    topology: Literal["hierarchical", "shared"] = Field(
+        "shared", description="hierarchical: dispatcher i owns the i-th block of servers; shared: all use all"
+    )
+    sync: Sync = Sync()
+
+
+class RoundRobinDispatch(DispatchBase):
+    """Per request, weighted round robin; no affinity."""
+
+    policy: Literal["round_robin"] = "round_robin"
+    weights: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="relative weights, one per server")
+
+
+class PlainDispatch(DispatchBase):
+    """affinity: round robin for new sessions, then the session's server; random;
+    least_active: fewest requests in progress, no affinity (the ReDAL paper's HJ);
+    power_of_two: the less busy of two random servers (Envoy's least request)."""
+
+    policy: Literal["affinity", "random", "least_active", "power_of_two"]
+
+
+class CapDispatch(DispatchBase):
+    """Affinity below a cap of active requests per server (HAProxy
+    `hash-preserve-affinity maxconn`); above it, the least active server."""
+
+    policy: Literal["affinity_cap"]
+    cap: Annotated[int, Field(ge=1)]
+
+
+class WaitQueue(Strict):
+    size: Annotated[int, Field(ge=1)] = 1000
+    timeout: Annotated[float, Field(gt=0)] = 10.0
+
+
+class RedalDispatch(DispatchBase):
+    """ReDAL (Dutta et al.): affinity while the affined server is dispatchable, else
+    the least modified load m = l + α·e0 among dispatchable servers, else the least
+    loaded (redal) or wait at the dispatcher until one is dispatchable (redal_w)."""
+
+    policy: Literal["redal", "redal_w"]
+    alpha: Annotated[float, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]")] = 0.9
+    slice: Annotated[float, Field(gt=0, description="time-slice length d, seconds")] = 1.0
+    think_time: Annotated[float, Field(gt=0, description="think time h assumed until measured, seconds")] = 10.0
+    window: Annotated[int, Field(ge=1, description="g: inter-request times averaged into h")] = 100
+    intervals: Annotated[int, Field(ge=2, description="m: intervals in the throughput-slope window")] = 5
+    interval: Annotated[float, Field(gt=0, description="throughput-measurement interval, seconds")] = 1.0
+    queue: WaitQueue = Field(WaitQueue(), description="redal_w: requests held per dispatcher, and their wait limit")
+
+    @model_validator(mode="after")
+    def _slice_below_think_time(self):
+        if self.slice >= self.think_time:
+            raise ValueError(
+                f"slice d = {self.slice} must be less than think_time h = {self.think_time} "
+                "(reservations are ⌈h/d⌉ slices ahead); lower slice or raise think_time"
+            )
+        return self
+
+
+def _policy(v: Any) -> str:
+    p = v.get("policy", "round_robin") if isinstance(v, dict) else getattr(v, "policy", None)
+    return {"redal_w": "redal", "affinity": "plain", "random": "plain", "least_active": "plain", "power_of_two": "plain"}.get(p, p)
+
+
+Dispatch = Annotated[
+    Union[
+        Annotated[RoundRobinDispatch, Tag("round_robin")],
+        Annotated[PlainDispatch, Tag("plain")],
+        Annotated[CapDispatch, Tag("affinity_cap")],
+        Annotated[RedalDispatch, Tag("redal")],
+    ],
+    Discriminator(
+        _policy,
+        custom_error_type="policy",
+        custom_error_message="policy is one of: round_robin, affinity, random, least_active, power_of_two, "
+        "affinity_cap, redal, redal_w",
+    ),
+]
+
+
+class SessionState(Strict):
+    """Sessions keep state in this tier's servers' memory; a request served by another
+    server first fetches it from an external store (the old copy is invalidated)."""
+
+    fetch: list["Step"] = Field([], description="steps that fetch the state; run right after the visit's first thread")
+
+
 class Tier(Strict):
     servers: Annotated[int, Field(ge=1)] = 1
-    weights: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="relative dispatch weights, one per server")
+    dispatch: Dispatch = Field(RoundRobinDispatch(), description="how requests reach this tier's servers")
+    session_state: SessionState | None = None
     pools: dict[Name, Pool] = {}
     stations: dict[Name, Station] = {}
 
@@ -177,6 +278,8 @@ Step = Annotated[
 ]
 LoopBody.model_rebuild()
 UseBody.model_rebuild()
+SessionState.model_rebuild()
+Tier.model_rebuild()
 
 
 class RequestType(BaseModel):

@@ -1,0 +1,258 @@
+//! Dispatch points: how a request reaches one server of a tier. Each tier has K
+//! dispatchers running one policy (crates/policy); sessions have a home server on
+//! stateful tiers, and a request served away from it migrates the session there.
+
+use std::collections::VecDeque;
+
+use policy::{Dispatch, Metrics, Request, WaitQueue};
+use serde_json::{json, Value};
+
+use crate::engine::Sim;
+use crate::events::Ev;
+use crate::model::Tier;
+
+pub(crate) struct Cluster {
+    dispatchers: Vec<Box<dyn Dispatch>>,
+    /// Servers (tier-local indices) each dispatcher may use.
+    blocks: Vec<std::ops::Range<usize>>,
+    queues: Vec<WaitQueue<u32>>,
+    /// Metrics in flight to each dispatcher (summed over the others), oldest first.
+    in_flight: VecDeque<Vec<Metrics>>,
+    shares: bool,
+    // counted while measuring
+    migrations: u64,
+    created: u64,
+    queued: u64,
+    queue_full: u64,
+    queue_timeouts: u64,
+    syncs: u64,
+    sync_bytes: u64,
+}
+
+impl Cluster {
+    pub(crate) fn new(t: &Tier, seed: u64) -> Result<Cluster, String> {
+        let d = &t.dispatch;
+        let blocks = t.blocks();
+        let peers = if d.hierarchical { 0 } else { d.dispatchers - 1 };
+        let dispatchers = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                d.policy.build(
+                    b.len(),
+                    peers,
+                    seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                )
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("tier {}: {e}", t.name))?;
+        Ok(Cluster {
+            dispatchers,
+            blocks,
+            queues: (0..d.dispatchers)
+                .map(|_| WaitQueue::new(d.queue, d.queue_timeout))
+                .collect(),
+            in_flight: VecDeque::new(),
+            shares: peers > 0 && d.policy.shares_metrics(),
+            migrations: 0,
+            created: 0,
+            queued: 0,
+            queue_full: 0,
+            queue_timeouts: 0,
+            syncs: 0,
+            sync_bytes: 0,
+        })
+    }
+
+    pub(crate) fn shares(&self) -> bool {
+        self.shares
+    }
+
+    pub(crate) fn summary(&self) -> Value {
+        json!({
+            "dispatchers": self.dispatchers.len(),
+            "session_migrations": self.migrations,
+            "sessions_created": self.created,
+            "queued": self.queued,
+            "rejected_queue_full": self.queue_full,
+            "rejected_queue_timeout": self.queue_timeouts,
+            "sync_messages": self.syncs,
+            "sync_payload_bytes": if self.syncs > 0 { self.sync_bytes as f64 / self.syncs as f64 } else { 0.0 },
+        })
+    }
+}
+
+/// Payload of one metrics message at one byte per counter, as the ReDAL paper counts
+/// it: per server its active requests, its actual load and one expected-load counter
+/// per time slice (the paper's "current throughput" byte stands where we send the
+/// active count).
+fn payload_bytes(m: &Metrics) -> u64 {
+    let servers = m.active.len().max(m.actual.len()) as u64;
+    let per_server = 1 + if m.actual.is_empty() {
+        0
+    } else {
+        1 + m.expected.len() as u64
+    };
+    servers * per_server
+}
+
+impl Sim {
+    /// Which dispatcher of `tier` handles the request: the calling server's, or at the
+    /// entry tier the session's.
+    fn dispatcher_of(&self, slot: u32, tier: usize) -> usize {
+        let k = self.clusters[tier].dispatchers.len();
+        let r = &self.reqs[slot as usize];
+        match r.frames.last() {
+            Some(f) => (f.server as usize - self.tier_first_server[f.tier as usize]) % k,
+            None => (self.sessions.id(r.session) % k as u64) as usize,
+        }
+    }
+
+    fn request_for(&self, slot: u32, tier: usize, d: usize) -> Request {
+        let r = &self.reqs[slot as usize];
+        let home = self.sessions.home(r.session, tier);
+        let block = &self.clusters[tier].blocks[d];
+        Request {
+            session: self.sessions.id(r.session),
+            ty: r.ty as usize,
+            home: home.filter(|h| block.contains(h)).map(|h| h - block.start),
+            gap: None,
+        }
+    }
+
+    /// Send the request to a server of `tier`; false if it is held at the dispatcher
+    /// (or was rejected there) and so does not run now.
+    pub(crate) fn dispatch(&mut self, slot: u32, tier: usize) -> bool {
+        let d = self.dispatcher_of(slot, tier);
+        let mut req = self.request_for(slot, tier, d);
+        req.gap = self
+            .sessions
+            .mark_arrival(self.reqs[slot as usize].session, tier, self.now);
+        match self.clusters[tier].dispatchers[d].pick(self.now, &req) {
+            Some(k) => {
+                self.enter_server(slot, tier, d, k);
+                true
+            }
+            None => {
+                let c = &mut self.clusters[tier];
+                match c.queues[d].push(self.now, slot) {
+                    Ok(deadline) => {
+                        c.queued += self.measuring as u64;
+                        self.events.push(
+                            deadline,
+                            Ev::DispatchExpire {
+                                tier: tier as u16,
+                                dispatcher: d as u16,
+                            },
+                        );
+                    }
+                    Err(_) => {
+                        c.queue_full += self.measuring as u64;
+                        self.abort(slot, crate::stats::Status::Rejected);
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    /// Enter server `k` of dispatcher `d`'s block; on a stateful tier the session's
+    /// state is created there or migrates there.
+    fn enter_server(&mut self, slot: u32, tier: usize, d: usize, k: usize) {
+        let local = self.clusters[tier].blocks[d].start + k;
+        let session = self.reqs[slot as usize].session;
+        let mut remote = false;
+        if self.m.tiers[tier].stateful {
+            let c = &mut self.clusters[tier];
+            match self.sessions.home(session, tier) {
+                None => c.created += self.measuring as u64,
+                Some(h) if h != local => {
+                    c.migrations += self.measuring as u64;
+                    remote = true;
+                }
+                Some(_) => {}
+            }
+            self.sessions.set_home(session, tier, local);
+        }
+        self.enter_tier(
+            slot,
+            tier,
+            self.tier_first_server[tier] + local,
+            d as u16,
+            remote,
+        );
+    }
+
+    /// A visit dispatched by `d` left server `server` (global index): tell the policy,
+    /// then try the requests its queue holds.
+    pub(crate) fn dispatch_done(&mut self, tier: usize, d: usize, server: usize, ty: usize) {
+        let c = &mut self.clusters[tier];
+        let k = server - self.tier_first_server[tier] - c.blocks[d].start;
+        c.dispatchers[d].done(self.now, k, ty);
+        self.drain_queue(tier, d);
+    }
+
+    /// Send on the requests dispatcher `d` holds, in order, while its policy accepts.
+    fn drain_queue(&mut self, tier: usize, d: usize) {
+        while let Some(&slot) = self.clusters[tier].queues[d].front() {
+            let req = self.request_for(slot, tier, d);
+            let Some(k) = self.clusters[tier].dispatchers[d].pick(self.now, &req) else {
+                break;
+            };
+            self.clusters[tier].queues[d].pop_front();
+            self.enter_server(slot, tier, d, k);
+            self.events.push(self.now, Ev::Resume { req: slot });
+        }
+    }
+
+    pub(crate) fn dispatch_expire(&mut self, tier: usize, d: usize) {
+        for slot in self.clusters[tier].queues[d].expire(self.now) {
+            self.clusters[tier].queue_timeouts += self.measuring as u64;
+            self.abort(slot, crate::stats::Status::Rejected);
+        }
+    }
+
+    /// Every dispatcher sends its metrics to the others; each receives their sum.
+    pub(crate) fn sync(&mut self, tier: usize) {
+        let now = self.now;
+        let spec = &self.m.tiers[tier].dispatch;
+        let (interval, delay) = (spec.sync_interval, spec.sync_delay);
+        let c = &mut self.clusters[tier];
+        let own: Vec<Metrics> = c.dispatchers.iter_mut().map(|p| p.metrics(now)).collect();
+        let others = (0..own.len())
+            .map(|i| {
+                let mut sum = Metrics::default();
+                own.iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .for_each(|(_, m)| sum.add(m));
+                sum
+            })
+            .collect();
+        if self.measuring {
+            c.syncs += own.len() as u64;
+            c.sync_bytes += own.iter().map(payload_bytes).sum::<u64>();
+        }
+        c.in_flight.push_back(others);
+        self.events
+            .push(now + delay, Ev::SyncDeliver { tier: tier as u16 });
+        self.events
+            .push(now + interval, Ev::Sync { tier: tier as u16 });
+    }
+
+    pub(crate) fn sync_deliver(&mut self, tier: usize) {
+        let now = self.now;
+        let c = &mut self.clusters[tier];
+        let others = c
+            .in_flight
+            .pop_front()
+            .expect("a sync message is in flight");
+        for (p, m) in c.dispatchers.iter_mut().zip(&others) {
+            p.sync(now, m);
+        }
+        // New metrics may make servers dispatchable again.
+        for d in 0..self.clusters[tier].dispatchers.len() {
+            self.drain_queue(tier, d);
+        }
+    }
+}

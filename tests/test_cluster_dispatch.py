@@ -1,0 +1,134 @@
+"""Dispatch over a cluster in the simulator: queueing results where they exist
+(Poisson splitting, Erlang arrivals), session state and migrations, ReDAL-W's
+bounded queue, dispatchers sharing metrics, and bad parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import brentq
+
+import tierlab
+from conftest import run, single_request_sessions
+
+
+def _fcfs_cluster(policy: dict, servers: int = 4, rate: float = 2.0) -> dict:
+    """Poisson arrivals over `servers` FCFS exp(1) servers (one thread each)."""
+    app = {"servers": servers, "dispatch": policy, "pools": {"t": {"kind": "threads", "size": 1}}, "stations": {"cpu": {"kind": "cpu"}}}
+    program = {"web": [{"call": "app"}], "app": [{"acquire": "t"}, {"cpu": {"exponential": 1.0}}, {"release": "t"}]}
+    return single_request_sessions(rate, {"web": {}, "app": app}, program, duration=60_000)
+
+
+def _mean_response(trace) -> float:
+    return trace.summary["response_time"]["mean"]
+
+
+def test_random_dispatch_is_poisson_splitting_into_mm1():
+    # λ = 0.5 per server, μ = 1: W = 1/(μ − λ) = 2.
+    assert _mean_response(run(_fcfs_cluster({"policy": "random"}))) == pytest.approx(2.0, rel=0.04)
+
+
+def test_round_robin_gives_erlang_arrivals_e4_m_1():
+    # Every 4th Poisson arrival: Erlang-4 interarrivals (mean 2). GI/M/1: W = 1/(μ(1−σ)),
+    # σ the root in (0, 1) of σ = A*(μ(1−σ)), A*(s) = (2/(2+s))^4.
+    sigma = brentq(lambda x: x - (2 / (2 + 1 - x)) ** 4, 1e-9, 1 - 1e-9)
+    assert _mean_response(run(_fcfs_cluster({"policy": "round_robin"}))) == pytest.approx(1 / (1 - sigma), rel=0.03)
+
+
+def test_load_aware_policies_beat_oblivious_ones():
+    w = {p: _mean_response(run(_fcfs_cluster({"policy": p}, rate=3.0))) for p in ("random", "power_of_two", "least_active")}
+    # Join-the-shortest-queue < two choices < random (M/M/1 at ρ = 0.75: W = 4).
+    assert w["least_active"] < w["power_of_two"] < 0.7 * w["random"]
+    assert w["random"] == pytest.approx(4.0, rel=0.08)
+
+
+def _sessions(policy: dict, **app) -> dict:
+    """Closed sessions of ~10 requests on a stateful app tier; a fetch costs 50 ms."""
+    return {
+        "run": {"duration": 3_000, "warmup": 300, "seed": 5},
+        "tiers": {
+            "web": {"servers": 2, "dispatch": {"policy": "affinity"}},
+            "app": {"servers": 4, "dispatch": policy, "session_state": {"fetch": [{"delay": 0.05}]},
+                    "pools": {"t": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu"}}, **app},
+        },
+        "requests": {"A": {"web": [{"call": "app"}], "app": [{"acquire": "t"}, {"cpu": {"exponential": 0.05}}, {"release": "t"}]}},
+        "workload": {"population": {"clients": 20}, "think": {"exponential": 1.0},
+                     "session_end": {"after_requests": {"exponential": 10}}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+    }
+
+
+def test_affinity_keeps_sessions_home_least_active_migrates_and_pays_the_fetch():
+    aff = run(_sessions({"policy": "affinity", "dispatchers": 2}))
+    hj = run(_sessions({"policy": "least_active", "dispatchers": 2}))
+    a, h = aff.summary["tiers"]["app"]["dispatch"], hj.summary["tiers"]["app"]["dispatch"]
+    assert a["session_migrations"] == 0 and a["sessions_created"] > 0
+    assert a["sync_messages"] == 0 and h["sync_messages"] > 0  # affinity has no metrics to share
+    assert h["session_migrations"] > 0.3 * hj.summary["requests"]["ok"]
+    # A migrated visit fetched the state: its app time includes the 50 ms fetch.
+    moved = hj.requests["app.time"].mean() - aff.requests["app.time"].mean()
+    share = h["session_migrations"] / len(hj.requests)
+    assert moved == pytest.approx(0.05 * share, rel=0.35)
+
+
+def test_affinity_never_changes_a_sessions_server():
+    r = run(_sessions({"policy": "affinity"})).requests
+    assert (r.groupby("session")["app.server"].nunique() == 1).all()
+
+
+def test_redal_w_holds_requests_then_rejects_and_counts_them():
+    policy = {"policy": "redal_w", "slice": 0.1, "think_time": 1.0, "interval": 0.2, "intervals": 3, "queue": {"size": 3, "timeout": 0.5}}
+    m = _sessions(policy, servers=2)
+    m["workload"]["population"]["clients"] = 200  # far beyond 2 servers' capacity
+    t = run(m)
+    d = t.summary["tiers"]["app"]["dispatch"]
+    assert d["queued"] > 0 and d["rejected_queue_full"] > 0 and d["rejected_queue_timeout"] > 0
+    # Nothing is lost: every rejection is a request with status "rejected".
+    assert t.summary["requests"]["rejected"] == d["rejected_queue_full"] + d["rejected_queue_timeout"]
+    assert (t.requests.status == "rejected").sum() == t.summary["requests"]["rejected"]
+
+
+@pytest.mark.parametrize("topology", ["shared", "hierarchical"])
+def test_dispatchers_share_metrics_only_when_they_share_servers(topology):
+    policy = {"policy": "redal", "slice": 0.1, "think_time": 1.0, "dispatchers": 2, "topology": topology, "sync": {"interval": 0.5}}
+    t = run(_sessions(policy))
+    d = t.summary["tiers"]["app"]["dispatch"]
+    r = t.requests
+    if topology == "shared":
+        measured = t.summary["measured_seconds"]
+        assert d["sync_messages"] == pytest.approx(2 * measured / 0.5, abs=2)
+        # Per server: active + actual + one counter per tracked slice (C ≈ h/d + 1).
+        assert 4 * (2 + 5) <= d["sync_payload_bytes"] <= 4 * (2 + 40)
+        assert set(r["app.server"]) == {0, 1, 2, 3}
+    else:
+        assert d["sync_messages"] == 0
+        # Web server i dispatches only to its own block of app servers.
+        assert (r["app.server"] // 2 == r["web.server"]).all()
+
+
+def test_same_seed_same_dispatch():
+    policy = {"policy": "redal", "slice": 0.1, "think_time": 1.0, "dispatchers": 2}
+    a, b = (tierlab.simulate(_sessions(policy)).summary for _ in range(2))
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    "dispatch, field",
+    [
+        ({"policy": "redal", "alpha": 0}, "alpha"),
+        ({"policy": "redal", "alpha": 1.5}, "alpha"),
+        ({"policy": "redal", "slice": 2.0, "think_time": 1.0}, "slice d = 2.0 must be less than think_time"),
+        ({"policy": "affinity", "dispatchers": 5, "topology": "hierarchical"}, "tiers.app.dispatch.dispatchers"),
+        ({"policy": "affinity_cap", "cap": 0}, "cap"),
+        ({"policy": "fastest"}, "policy is one of"),
+    ],
+)
+def test_bad_dispatch_parameters_are_named(dispatch, field):
+    with pytest.raises(tierlab.ModelError, match=field):
+        tierlab.simulate(_sessions(dispatch))
+
+
+def test_zero_servers_is_an_error():
+    m = _sessions({"policy": "affinity"})
+    m["tiers"]["app"]["servers"] = 0
+    with pytest.raises(tierlab.ModelError, match="tiers.app.servers"):
+        tierlab.simulate(m)
