@@ -132,3 +132,18 @@ def test_zero_servers_is_an_error():
     m["tiers"]["app"]["servers"] = 0
     with pytest.raises(tierlab.ModelError, match="tiers.app.servers"):
         tierlab.simulate(m)
+
+
+def test_session_weight_scales_the_cpu_work_of_its_requests():
+    m = _sessions({"policy": "affinity"})
+    m["workload"]["population"]["clients"] = 1  # no contention: time = work
+    m["tiers"]["app"]["session_state"] = None
+    base = run(m).requests
+    m["workload"]["session_weight"] = {"empirical": [0.5, 3.0]}
+    r = run(m).requests
+    per_session = r.groupby("session")["app.time"].mean()
+    # Heavy and light sessions: each session's mean is near 0.5× or 3× the unweighted.
+    ratio = per_session / base["app.time"].mean()
+    assert ((ratio < 1.0) | (ratio > 1.5)).mean() > 0.9 and (ratio < 1).any() and (ratio > 1.5).any()
+    assert ratio[ratio < 1.5].median() == pytest.approx(0.5, abs=0.1)
+    assert ratio[ratio > 1.5].median() == pytest.approx(3.0, abs=0.4)

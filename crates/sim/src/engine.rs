@@ -482,7 +482,8 @@ impl Sim {
                     }
                 }
                 Instr::Cpu { station, demand } => {
-                    let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand));
+                    let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand))
+                        * self.sessions.weight(r.session);
                     if work > 0.0 {
                         let StationState::Cpu(ps) =
                             &mut self.servers[server].stations[station as usize]

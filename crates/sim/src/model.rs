@@ -205,6 +205,8 @@ pub struct Workload {
     pub population: Population,
     pub chain: Chain,
     pub think: Dist,
+    /// Drawn per session: multiplies the CPU work of its requests.
+    pub weight: Dist,
     pub end: SessionEnd,
 }
 

@@ -22,6 +22,8 @@ struct Session {
     deadline: f64,
     /// The request type to send when the think time ends.
     pending: usize,
+    /// Multiplies the CPU work of the session's requests.
+    weight: f64,
     /// Per tier: the server (tier-local) holding the session's state, and when its
     /// previous request reached that tier's dispatcher.
     homes: Vec<(Option<usize>, Option<f64>)>,
@@ -71,6 +73,10 @@ impl Sessions {
 
     pub fn id(&self, slot: u32) -> u64 {
         self.slots[slot as usize].id
+    }
+
+    pub fn weight(&self, slot: u32) -> f64 {
+        self.slots[slot as usize].weight
     }
 
     pub fn home(&self, slot: u32, tier: usize) -> Option<usize> {
@@ -175,6 +181,7 @@ impl Sim {
                 self.now + duration.sample(self.rng.get(Stream::Session)),
             ),
         };
+        let weight = w.weight.sample(self.rng.get(Stream::Session));
         let start = w.chain.start;
         let sess = &mut self.sessions.slots[slot as usize];
         let history = std::mem::take(&mut sess.history);
@@ -182,6 +189,7 @@ impl Sim {
         homes.clear();
         homes.resize(self.sessions.tiers, (None, None));
         *sess = Session {
+            weight,
             homes,
             id: self.sessions.next_id,
             state: start,

@@ -109,7 +109,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         "tiers": engine_tiers,
         "links": [{"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared} for n, l in m.links.items()],
         "types": engine_types,
-        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "end": end},
+        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "weight": dist.engine(w.session_weight), "end": end},
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None

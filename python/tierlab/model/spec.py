@@ -340,6 +340,9 @@ class Workload(Strict):
     population: Union[Closed, Open]
     chain: Chain
     think: Dist = Field(0.0, description="seconds between a response and the next request")
+    session_weight: Dist = Field(
+        1.0, description="drawn per session: multiplies the CPU work of its requests (heavy and light users)"
+    )
     session_end: Literal["chain"] | AfterRequests | AfterTime = "chain"
 
 
