@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 import tierlab
+from tierlab.cluster import cluster_metrics
 from conftest import run, single_request_sessions
 
 
@@ -68,11 +69,16 @@ def test_affinity_keeps_sessions_home_least_active_migrates_and_pays_the_fetch()
     moved = hj.requests["app.time"].mean() - aff.requests["app.time"].mean()
     share = h["session_migrations"] / len(hj.requests)
     assert moved == pytest.approx(0.05 * share, rel=0.35)
+    # Affinity piles sessions up unevenly; least-active evens the load out.
+    ma, mh = cluster_metrics(aff, "app"), cluster_metrics(hj, "app")
+    assert mh["imbalance"] < 0.7 * ma["imbalance"]
+    assert ma["migrations_per_request"] == 0 and mh["migrations_per_request"] == pytest.approx(share, rel=0.01)
 
 
 def test_affinity_never_changes_a_sessions_server():
+    # The web tier keeps no state but is sticky too: affinity follows the last server.
     r = run(_sessions({"policy": "affinity"})).requests
-    assert (r.groupby("session")["app.server"].nunique() == 1).all()
+    assert (r.groupby("session")[["web.server", "app.server"]].nunique() == 1).all().all()
 
 
 def test_redal_w_holds_requests_then_rejects_and_counts_them():

@@ -156,8 +156,9 @@ impl Sim {
         }
     }
 
-    /// Enter server `k` of dispatcher `d`'s block; on a stateful tier the session's
-    /// state is created there or migrates there.
+    /// Enter server `k` of dispatcher `d`'s block, which becomes the session's home on
+    /// this tier (what affinity follows); on a stateful tier the session's state is
+    /// created there or migrates there.
     fn enter_server(&mut self, slot: u32, tier: usize, d: usize, k: usize) {
         let local = self.clusters[tier].blocks[d].start + k;
         let session = self.reqs[slot as usize].session;
@@ -172,15 +173,9 @@ impl Sim {
                 }
                 Some(_) => {}
             }
-            self.sessions.set_home(session, tier, local);
         }
-        self.enter_tier(
-            slot,
-            tier,
-            self.tier_first_server[tier] + local,
-            d as u16,
-            remote,
-        );
+        self.sessions.set_home(session, tier, local);
+        self.enter_tier(slot, tier, self.tier_first_server[tier] + local, d as u16, remote);
     }
 
     /// A visit dispatched by `d` left server `server` (global index): tell the policy,

@@ -24,8 +24,9 @@ struct Session {
     pending: usize,
     /// Multiplies the CPU work of the session's requests.
     weight: f64,
-    /// Per tier: the server (tier-local) holding the session's state, and when its
-    /// previous request reached that tier's dispatcher.
+    /// Per tier: the server (tier-local) that served the session last — its home, which
+    /// holds its state on a stateful tier — and when its previous request reached that
+    /// tier's dispatcher.
     homes: Vec<(Option<usize>, Option<f64>)>,
 }
 
