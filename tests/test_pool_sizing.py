@@ -228,3 +228,44 @@ def test_cli_cost_fit_and_bad_table(tmp_path):
     (tmp_path / "bad.csv").write_text("clients,threads,value\n100,1,x\n")
     bad = subprocess.run([sys.executable, "-m", "tierlab.cli", "cost", "fit", str(tmp_path / "bad.csv")], capture_output=True, text=True)
     assert bad.returncode == 2 and "line 2: value = 'x'" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_cli_size_profile_optimize_validate(tmp_path):
+    """The three `tierlab size` steps on a small two-pool model, end to end."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    model = {
+        "run": {"duration": 400, "warmup": 50, "seed": 3},
+        "tiers": {
+            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": 5}, "db": {"kind": "connections", "size": 2, "timeout": 5, "caching": "request"}},
+                    "stations": {"cpu": {"kind": "cpu", "cores": 1, "overhead": 0.01}}},
+            "db": {"stations": {"cpu": {"kind": "cpu", "cores": 1}}},
+        },
+        "requests": {"A": {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"loop": {"count": 3, "steps": [{"use": {"pool": "db", "steps": [{"delay": 0.002}, {"call": "db"}]}}]}}, {"release": "threads"}],
+                           "db": [{"cpu": {"exponential": 0.002}}]}},
+        "workload": {"population": {"session_rate": 5}, "think": {"exponential": 1}, "session_end": {"after_requests": 5},
+                     "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+    }
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(model))
+
+    def cli(*args):
+        p = subprocess.run([sys.executable, "-m", "tierlab.cli", *map(str, args)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    cli("size", "profile", path, "--out", tmp_path / "prof", "--threads", "2,4,8", "--connections", "1,2,4", "--workers", "1")
+    assert {"points.csv", "runs.csv", "profile.json"} <= {f.name for f in (tmp_path / "prof").iterdir()}
+    cli("size", "optimize", tmp_path / "prof", "--rate", "20", "--out", tmp_path / "opt")
+    import json
+
+    best = json.loads((tmp_path / "opt" / "result.json").read_text())
+    M, N, lam = best["optimum"]["M"], best["optimum"]["N"], best["optimum"]["lambda"]
+    assert 2 <= N <= M <= 8 and lam > 0
+    assert best["servers"]["servers"] == -(-20 // lam)  # ⌈rate / λ⌉
+    cli("size", "validate", path, "--config", f"{M},{N}", "--start", round(lam, 2), "--runs", "2", "--workers", "1", "--json", tmp_path / "v.json")
+    measured = json.loads((tmp_path / "v.json").read_text())
+    assert measured["result"][0]["lambda_max"] > 0 and len(measured["trials"]) >= 2

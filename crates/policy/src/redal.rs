@@ -47,7 +47,7 @@ impl RedalConfig {
                 c.slice, c.think_time
             ));
         }
-        if c.window == 0 || c.intervals < 2 || !(c.interval > 0.0) {
+        if c.window == 0 || c.intervals < 2 || c.interval.is_nan() || c.interval <= 0.0 {
             return Err("window g ≥ 1, intervals m ≥ 2 and interval > 0 are required".into());
         }
         Ok(())
