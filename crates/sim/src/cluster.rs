@@ -175,7 +175,13 @@ impl Sim {
             }
         }
         self.sessions.set_home(session, tier, local);
-        self.enter_tier(slot, tier, self.tier_first_server[tier] + local, d as u16, remote);
+        self.enter_tier(
+            slot,
+            tier,
+            self.tier_first_server[tier] + local,
+            d as u16,
+            remote,
+        );
     }
 
     /// A visit dispatched by `d` left server `server` (global index): tell the policy,
