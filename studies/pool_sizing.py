@@ -4,7 +4,7 @@ other mixes (like the paper's Loads 1 and 2), then measure the maximum sustainab
 session throughput at each method optimum M0(N) and its neighbours M0 ± 1, M0 ± 2.
 
     python studies/pool_sizing.py            # the full study (about 40 min on 2 cores)
-    python studies/pool_sizing.py --quick    # a small grid, few runs (about 1 min)
+    python studies/pool_sizing.py --quick    # a small grid, few runs (about 6 min)
 
 Writes studies/results/pool_sizing[_quick]/: profile/, rates_<mix>.csv, validation.csv,
 trials.csv, pool_sizing.png and result.json (also printed last)."""
