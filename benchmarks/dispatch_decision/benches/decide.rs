@@ -11,7 +11,15 @@ const SERVERS: usize = 20;
 const SESSIONS: u64 = 2_000;
 
 fn policies() -> Vec<(&'static str, Policy)> {
-    let redal = RedalConfig { alpha: 0.9, slice: 0.1, think_time: 1.0, window: 100, intervals: 5, interval: 1.0, wait: false };
+    let redal = RedalConfig {
+        alpha: 0.9,
+        slice: 0.1,
+        think_time: 1.0,
+        window: 100,
+        intervals: 5,
+        interval: 1.0,
+        wait: false,
+    };
     vec![
         ("round_robin", Policy::RoundRobin { weights: vec![] }),
         ("affinity", Policy::Affinity),
@@ -20,7 +28,13 @@ fn policies() -> Vec<(&'static str, Policy)> {
         ("power_of_two", Policy::PowerOfTwo),
         ("affinity_cap", Policy::AffinityCap { cap: 8 }),
         ("redal", Policy::Redal(redal)),
-        ("redal_w", Policy::Redal(RedalConfig { wait: true, ..redal })),
+        (
+            "redal_w",
+            Policy::Redal(RedalConfig {
+                wait: true,
+                ..redal
+            }),
+        ),
     ]
 }
 
@@ -36,7 +50,12 @@ fn decide(c: &mut Criterion) {
                 i += 1;
                 let now = i as f64 * 0.0005;
                 let session = i % SESSIONS;
-                let req = Request { session, ty: (i % 14) as usize, home: homes[session as usize], gap: Some(1.0) };
+                let req = Request {
+                    session,
+                    ty: (i % 14) as usize,
+                    home: homes[session as usize],
+                    gap: Some(1.0),
+                };
                 if let Some(k) = p.pick(now, black_box(&req)) {
                     homes[session as usize] = Some(k);
                     in_flight.push_back(k);

@@ -299,7 +299,8 @@ impl Sim {
                 self.events.push(self.now + self.m.run.window, Ev::Window);
             }
             Ev::Warmup => self.start_measuring(),
-            Ev::SessionArrival => self.session_arrival(),
+            Ev::SessionArrival { epoch } => self.session_arrival(epoch),
+            Ev::BurstSwitch => self.burst_switch(),
             Ev::Send { session } => self.send(session),
             Ev::Resume { req } => self.advance(req),
             Ev::StationDone {

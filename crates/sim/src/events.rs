@@ -10,8 +10,10 @@ pub enum Ev {
     Window,
     /// End of warm-up: statistics start here.
     Warmup,
-    /// A new session arrives (open population).
-    SessionArrival,
+    /// A new session arrives (open population); stale once the burst phase changed.
+    SessionArrival { epoch: u32 },
+    /// The burst modulation switches phase.
+    BurstSwitch,
     /// A session's think time is over: send its next request.
     Send { session: u32 },
     /// A request blocked on a timer or a granted pool resumes its program.

@@ -207,7 +207,20 @@ pub struct Workload {
     pub think: Dist,
     /// Drawn per session: multiplies the CPU work of its requests.
     pub weight: Dist,
+    /// Bursty load: a two-phase Markov modulation of the session arrival rate (open)
+    /// or of the think-time rate (closed); None = unmodulated.
+    #[serde(default)]
+    pub burst: Option<Burst>,
     pub end: SessionEnd,
+}
+
+/// A two-state MMPP as multipliers of the base rate: in phase i the rate is
+/// `factor[i]` × base, and the phase leaves i after an exponential time of rate `leave[i]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Burst {
+    pub factor: [f64; 2],
+    pub leave: [f64; 2],
 }
 
 #[derive(Debug, Deserialize)]
@@ -329,6 +342,15 @@ impl Model {
                         "workload.chain: a state names a type with no entry-tier program".into(),
                     );
                 }
+            }
+        }
+        if let Some(b) = &w.burst {
+            if b.factor
+                .iter()
+                .chain(&b.leave)
+                .any(|x| !(x.is_finite() && *x > 0.0))
+            {
+                return fail("workload.burst: factors and leave rates must be positive".into());
             }
         }
         let r = &self.run;

@@ -32,6 +32,10 @@ struct Session {
 
 pub struct Sessions {
     tiers: usize,
+    /// Burst modulation: the current phase, and the epoch that invalidates an arrival
+    /// scheduled at the previous phase's rate.
+    phase: usize,
+    epoch: u32,
     slots: Vec<Session>,
     free: Vec<u32>,
     next_id: u64,
@@ -61,6 +65,8 @@ impl Sessions {
             .collect();
         Sessions {
             tiers,
+            phase: 0,
+            epoch: 0,
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,
@@ -112,6 +118,12 @@ impl Sessions {
 
 impl Sim {
     pub(crate) fn start_workload(&mut self) {
+        if let Some(b) = &self.m.workload.burst {
+            // Start in the stationary phase distribution: P(phase 0) = leave[1] / Σ leave.
+            let u: f64 = self.rng.get(Stream::Arrivals).random();
+            self.sessions.phase = (u >= b.leave[1] / (b.leave[0] + b.leave[1])) as usize;
+            self.schedule_burst_switch();
+        }
         match self.m.workload.population {
             Population::Closed { clients } => {
                 for _ in 0..clients {
@@ -122,18 +134,51 @@ impl Sim {
         }
     }
 
+    /// The burst phase's rate multiplier (1 without modulation).
+    fn burst_factor(&self) -> f64 {
+        self.m
+            .workload
+            .burst
+            .as_ref()
+            .map_or(1.0, |b| b.factor[self.sessions.phase])
+    }
+
+    fn exp1(&mut self) -> f64 {
+        rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, self.rng.get(Stream::Arrivals))
+    }
+
+    fn schedule_burst_switch(&mut self) {
+        let b = self.m.workload.burst.as_ref().expect("modulated");
+        let rate = b.leave[self.sessions.phase];
+        let t = self.now + self.exp1() / rate;
+        self.events.push(t, Ev::BurstSwitch);
+    }
+
+    /// The phase changes; an open population's next arrival is redrawn at the new
+    /// rate (memoryless, so this is exact).
+    pub(crate) fn burst_switch(&mut self) {
+        self.sessions.phase ^= 1;
+        self.schedule_burst_switch();
+        if matches!(self.m.workload.population, Population::Open { .. }) {
+            self.sessions.epoch += 1;
+            self.schedule_arrival();
+        }
+    }
+
     fn schedule_arrival(&mut self) {
         let Population::Open { session_rate } = self.m.workload.population else {
             return;
         };
-        let gap: f64 = rand_distr::Distribution::<f64>::sample(
-            &rand_distr::Exp1,
-            self.rng.get(Stream::Arrivals),
-        ) / session_rate;
-        self.events.push(self.now + gap, Ev::SessionArrival);
+        let gap = self.exp1() / (session_rate * self.burst_factor());
+        let epoch = self.sessions.epoch;
+        self.events
+            .push(self.now + gap, Ev::SessionArrival { epoch });
     }
 
-    pub(crate) fn session_arrival(&mut self) {
+    pub(crate) fn session_arrival(&mut self, epoch: u32) {
+        if epoch != self.sessions.epoch {
+            return; // drawn at a rate that no longer holds
+        }
         self.schedule_arrival();
         if let Some((slot, ty)) = self.begin_session() {
             self.start_request(slot, ty);
@@ -149,7 +194,7 @@ impl Sim {
     }
 
     fn schedule_send(&mut self, slot: u32) {
-        let think = self.m.workload.think.sample(self.rng.get(Stream::Think));
+        let think = self.m.workload.think.sample(self.rng.get(Stream::Think)) / self.burst_factor();
         self.events
             .push(self.now + think, Ev::Send { session: slot });
     }

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import dist
+from ..burst import fit_mmpp
 from .chain import ChainData, load as load_chain, visit_mix
 from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
 
@@ -109,11 +110,29 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         "tiers": engine_tiers,
         "links": [{"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared} for n, l in m.links.items()],
         "types": engine_types,
-        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "weight": dist.engine(w.session_weight), "end": end},
+        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "weight": dist.engine(w.session_weight), "end": end,
+                     "burst": _burst(w, bad)},
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None
     return Compiled(engine, list(bad), _overload(m, busy_per_session), bound)
+
+
+def _burst(w, bad: _Problems) -> dict | None:
+    """The workload's MMPP as rate multipliers and phase-leaving rates (None = Poisson)."""
+    b = w.burstiness
+    if b is None or b.dispersion == 1:
+        return None
+    if isinstance(w.population, Closed):
+        think = dist.mean(w.think)
+        if think <= 0:
+            bad.add("workload.burstiness", "a closed population is made bursty through its think times; give workload.think a positive mean")
+            return None
+        base = w.population.clients / think
+    else:
+        base = w.population.session_rate
+    m = fit_mmpp(base, b.dispersion, b.burst_share, b.ratio)
+    return {"factor": [r / base for r in m.rates], "leave": list(m.leave)}
 
 
 def _dispatch(tname: str, t, bad: _Problems) -> dict:

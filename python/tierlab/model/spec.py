@@ -335,11 +335,22 @@ class AfterTime(Strict):
     after_time: AfterTimeBody
 
 
+class Burstiness(Strict):
+    """Bursty arrivals: a two-state MMPP fitted to the base rate and the index of
+    dispersion I (tierlab.burst). Open populations: the session arrival rate; closed:
+    the clients' think-time rate (base N / mean think, as if responses were quick)."""
+
+    dispersion: Annotated[float, Field(ge=1, description="index of dispersion I of the arrival counts; 1 = Poisson")]
+    burst_share: Annotated[float, Field(gt=0, lt=1)] = Field(0.1, description="share of the time in the burst phase")
+    ratio: Annotated[float, Field(gt=1)] = Field(10.0, description="burst-phase rate / calm-phase rate")
+
+
 class Workload(Strict):
     entry: Name | None = Field(None, description="the tier requests arrive at; default the first tier")
     population: Union[Closed, Open]
     chain: Chain
     think: Dist = Field(0.0, description="seconds between a response and the next request")
+    burstiness: Burstiness | None = None
     session_weight: Dist = Field(
         1.0, description="drawn per session: multiplies the CPU work of its requests (heavy and light users)"
     )
