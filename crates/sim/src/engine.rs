@@ -86,6 +86,9 @@ pub(crate) struct Req {
     /// Ticket of the pool wait in progress (0 = not waiting), and which pool.
     ticket: u64,
     waiting_pool: u16,
+    /// Waiting to retransmit a connection attempt to `waiting_pool`.
+    retrying: bool,
+    retransmissions: u32,
     disk_left: u32,
 }
 
@@ -154,7 +157,7 @@ impl Sim {
                     series.meta.push(meta(st.name(), "utilization"));
                 }
                 for p in &t.pools {
-                    for metric in ["busy", "busy_max", "queued", "rejected"] {
+                    for metric in ["busy", "busy_max", "queued", "rejected", "dropped"] {
                         series.meta.push(meta(&p.name, metric));
                     }
                 }
@@ -377,6 +380,8 @@ impl Sim {
             },
         );
         r.ticket = 0;
+        r.retrying = false;
+        r.retransmissions = 0;
         self.in_system.add(self.now, 1.0);
         let entry = self.m.workload.entry_tier;
         if self.dispatch(slot, entry) {
@@ -426,7 +431,7 @@ impl Sim {
         let r = &mut self.reqs[slot as usize];
         let f = r.frames.last_mut().expect("running request has a frame");
         let t = f.tier as usize;
-        let waiting = (r.ticket != 0).then_some(1u64 << r.waiting_pool);
+        let waiting = (r.ticket != 0 || r.retrying).then_some(1u64 << r.waiting_pool);
         let phase = match waiting {
             Some(w) if w & self.conn_mask[t] != 0 => WAIT_DB,
             Some(w) if w & self.thread_mask[t] != 0 => WAIT_THREAD,
@@ -585,6 +590,7 @@ impl Sim {
         let priority = self.m.types[self.reqs[slot as usize].ty as usize].priority;
         self.next_ticket += 1;
         let ticket = self.next_ticket;
+        self.reqs[slot as usize].retrying = false;
         match self.servers[server].pools[p as usize].acquire(self.now, spec, slot, priority, ticket)
         {
             Acquire::Granted => {
@@ -602,8 +608,25 @@ impl Sim {
                 self.update_phase(slot);
                 false
             }
-            Acquire::Rejected => {
-                self.abort(slot, Status::Rejected);
+            Acquire::Full => {
+                let r = &mut self.reqs[slot as usize];
+                match spec.retransmit {
+                    Some(rt) if r.retransmissions < rt.attempts => {
+                        // The attempt is dropped; the client tries this step again.
+                        let wait = rt.initial * 2f64.powi(r.retransmissions as i32);
+                        r.retransmissions += 1;
+                        r.retrying = true;
+                        r.waiting_pool = p;
+                        r.frames.last_mut().expect("frame").pc -= 1;
+                        self.servers[server].pools[p as usize].dropped.add();
+                        self.update_phase(slot);
+                        self.events.push(self.now + wait, Ev::Resume { req: slot });
+                    }
+                    _ => {
+                        self.servers[server].pools[p as usize].rejected.add();
+                        self.abort(slot, Status::Rejected);
+                    }
+                }
                 false
             }
         }
@@ -791,7 +814,7 @@ impl Sim {
                 rec.status.push(status as u8);
                 rec.start.push(r.start);
                 rec.end.push(now);
-                rec.retransmissions.push(0);
+                rec.retransmissions.push(r.retransmissions);
                 for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
                     col.server.push(acc.server);
                     col.visits.push(acc.visits);
@@ -833,9 +856,9 @@ impl Sim {
                     busy,
                     max,
                     p.queue.close_window(now, len).0,
-                    p.rejected_window as f64,
+                    p.rejected.take_window(),
+                    p.dropped.take_window(),
                 ]);
-                p.rejected_window = 0;
             }
         }
         for l in &mut self.links {
@@ -856,7 +879,8 @@ impl Sim {
             for p in &mut sv.pools {
                 p.busy.start_measuring(now);
                 p.queue.start_measuring(now);
-                p.rejected_total = 0;
+                p.rejected.total = 0;
+                p.dropped.total = 0;
             }
         }
         for l in &mut self.links {
@@ -911,7 +935,8 @@ impl Sim {
                                 "size": spec.size,
                                 "mean_busy": per_s(p.busy.total_area(now)),
                                 "mean_queued": per_s(p.queue.total_area(now)),
-                                "rejected": p.rejected_total,
+                                "rejected": p.rejected.total,
+                                "dropped": p.dropped.total,
                             }),
                         )
                     })

@@ -95,6 +95,19 @@ pub struct Pool {
     /// Waiters beyond this are rejected at once; None = unbounded.
     pub max_queue: Option<u32>,
     pub discipline: Discipline,
+    /// A full pool (e.g. an accept backlog) drops the attempt and the client
+    /// retransmits; None = the request is rejected.
+    #[serde(default)]
+    pub retransmit: Option<Retransmit>,
+}
+
+/// TCP SYN retransmission: the k-th retry comes `initial · 2^(k−1)` seconds after the
+/// previous attempt; after `attempts` retries the request is rejected.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retransmit {
+    pub initial: f64,
+    pub attempts: u32,
 }
 
 #[derive(Debug, Deserialize)]

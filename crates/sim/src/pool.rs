@@ -22,14 +22,35 @@ pub struct Pool {
     pub queued: u32,
     pub busy: TimeAvg,
     pub queue: TimeAvg,
-    pub rejected_window: u64,
-    pub rejected_total: u64,
+    pub rejected: Count,
+    /// Connection attempts refused while the pool was full, to be retransmitted.
+    pub dropped: Count,
+}
+
+/// An event counter read per monitoring window and over the measured period.
+#[derive(Default)]
+pub struct Count {
+    pub window: u64,
+    pub total: u64,
+}
+
+impl Count {
+    pub fn add(&mut self) {
+        self.window += 1;
+        self.total += 1;
+    }
+
+    /// This window's count, restarting the window.
+    pub fn take_window(&mut self) -> f64 {
+        std::mem::take(&mut self.window) as f64
+    }
 }
 
 pub enum Acquire {
     Granted,
     Queued,
-    Rejected,
+    /// No token and no room to wait: the caller rejects (and counts) or retransmits.
+    Full,
 }
 
 impl Pool {
@@ -43,8 +64,8 @@ impl Pool {
             queued: 0,
             busy: TimeAvg::default(),
             queue: TimeAvg::default(),
-            rejected_window: 0,
-            rejected_total: 0,
+            rejected: Count::default(),
+            dropped: Count::default(),
         }
     }
 
@@ -63,8 +84,7 @@ impl Pool {
         }
         let may_wait = spec.timeout != Some(0.0) && spec.max_queue.is_none_or(|q| self.queued < q);
         if !may_wait {
-            self.count_rejection();
-            return Acquire::Rejected;
+            return Acquire::Full;
         }
         self.arrivals += 1;
         let prio = if self.fifo { 0 } else { priority };
@@ -75,16 +95,11 @@ impl Pool {
         Acquire::Queued
     }
 
-    pub fn count_rejection(&mut self) {
-        self.rejected_window += 1;
-        self.rejected_total += 1;
-    }
-
     /// A waiter gave up (timeout); it stays in the heap until it reaches the head.
     pub fn abandon(&mut self, now: f64) {
         self.queued -= 1;
         self.queue.set(now, self.queued as f64);
-        self.count_rejection();
+        self.rejected.add();
     }
 
     /// Return a token. `is_live(req, ticket)` tells whether a waiter still waits; the

@@ -40,6 +40,9 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
 
     engine_tiers = []
     for tname, t in m.tiers.items():
+        for p, s in t.pools.items():
+            if s.retransmit is not None and s.max_queue is None and s.timeout != 0:
+                bad.add(f"tiers.{tname}.pools.{p}.retransmit", "a pool that lets everyone wait never drops an attempt; set max_queue (the accept backlog)")
         if len(t.pools) > 64:
             bad.add(f"tiers.{tname}.pools", "at most 64 pools per tier")
         engine_tiers.append({
@@ -48,7 +51,8 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
             "dispatch": _dispatch(tname, t, bad),
             "stateful": t.session_state is not None,
             "pools": [
-                {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue}
+                {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue,
+                 "retransmit": s.retransmit.model_dump() if s.retransmit else None}
                 for p, s in t.pools.items()
             ],
             "stations": [

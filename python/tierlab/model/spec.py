@@ -19,6 +19,14 @@ class Strict(BaseModel):
 # ---- resources ----------------------------------------------------------------------
 
 
+class Retransmit(Strict):
+    """TCP SYN retransmission: a dropped attempt is retried after `initial` seconds,
+    then 2×, 4× … that; after `attempts` retries the request is rejected."""
+
+    initial: Annotated[float, Field(gt=0)] = Field(3.0, description="seconds (3 s classic, 1 s on modern stacks)")
+    attempts: Annotated[int, Field(ge=1)] = 5
+
+
 class Pool(Strict):
     """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
 
@@ -29,7 +37,10 @@ class Pool(Strict):
     timeout: Annotated[float, Field(ge=0)] | None = Field(
         None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever"
     )
-    max_queue: Annotated[int, Field(ge=0)] | None = Field(None, description="waiters beyond this are rejected at once")
+    max_queue: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="waiters beyond this are rejected at once (or dropped, with `retransmit`): an accept backlog"
+    )
+    retransmit: Retransmit | None = Field(None, description="when full: drop the attempt and let the client retransmit")
     queue: Literal["fifo", "priority"] = Field("fifo", description="priority: lower request-type priority is served first")
     caching: Literal["transaction", "request"] = Field(
         "transaction",
