@@ -88,6 +88,8 @@ pub(crate) struct Req {
     waiting_pool: u16,
     /// Waiting to retransmit a connection attempt to `waiting_pool`.
     retrying: bool,
+    /// Retransmission time of the segments lost in the transfer in progress.
+    link_penalty: f64,
     retransmissions: u32,
     disk_left: u32,
 }
@@ -334,7 +336,9 @@ impl Sim {
                 let delay = self.m.links[link as usize]
                     .delay
                     .sample(self.rng.get(Stream::Network));
-                self.events.push(self.now + delay, Ev::Resume { req });
+                let lost = std::mem::take(&mut self.reqs[req as usize].link_penalty);
+                self.events
+                    .push(self.now + delay + lost, Ev::Resume { req });
             }
             Ev::DispatchExpire { tier, dispatcher } => {
                 self.dispatch_expire(tier as usize, dispatcher as usize)
@@ -562,7 +566,10 @@ impl Sim {
                     let size = self.dists[bytes as usize].sample(self.rng.get(Stream::Demand));
                     let spec = &self.m.links[link as usize];
                     let seconds = size / spec.bandwidth;
-                    if spec.shared {
+                    let shared = spec.shared;
+                    let lost = self.lost_time(link as usize, size);
+                    if shared {
+                        self.reqs[slot as usize].link_penalty = lost;
                         let l = &mut self.links[link as usize];
                         let t = l.arrive(self.now, slot, seconds);
                         self.events.push(
@@ -573,14 +580,29 @@ impl Sim {
                             },
                         );
                     } else {
-                        let delay = spec.delay.sample(self.rng.get(Stream::Network));
+                        let delay = self.m.links[link as usize]
+                            .delay
+                            .sample(self.rng.get(Stream::Network));
                         self.events
-                            .push(self.now + delay + seconds, Ev::Resume { req: slot });
+                            .push(self.now + delay + seconds + lost, Ev::Resume { req: slot });
                     }
                     return;
                 }
             }
         }
+    }
+
+    /// Seconds lost to retransmissions in a transfer of `size` bytes over `link`: each
+    /// of its segments is lost with the link's probability and costs one timeout.
+    fn lost_time(&mut self, link: usize, size: f64) -> f64 {
+        let spec = &self.m.links[link];
+        if spec.loss == 0.0 {
+            return 0.0;
+        }
+        let segments = (size / spec.mss).ceil().max(1.0) as u64;
+        let lost = rand_distr::Binomial::new(segments, spec.loss).expect("checked: loss in [0, 1)");
+        rand_distr::Distribution::<u64>::sample(&lost, self.rng.get(Stream::Network)) as f64
+            * spec.rto
     }
 
     /// Try to take a token; false if the request now waits (or was rejected).

@@ -149,6 +149,18 @@ pub struct Link {
     /// Shared: concurrent transfers divide the bandwidth (processor sharing);
     /// otherwise every transfer has the whole bandwidth (one link per client).
     pub shared: bool,
+    /// Each segment of `mss` bytes is lost with probability `loss`; a loss costs one
+    /// retransmission timeout `rto` on top of the transfer.
+    #[serde(default)]
+    pub loss: f64,
+    #[serde(default = "default_mss")]
+    pub mss: f64,
+    #[serde(default)]
+    pub rto: f64,
+}
+
+fn default_mss() -> f64 {
+    1460.0
 }
 
 #[derive(Debug, Deserialize)]
@@ -356,6 +368,13 @@ impl Model {
                     );
                 }
             }
+        }
+        if self
+            .links
+            .iter()
+            .any(|l| !(0.0..1.0).contains(&l.loss) || l.mss <= 0.0 || l.rto < 0.0)
+        {
+            return fail("links: loss must be in [0, 1), mss > 0 and rto ≥ 0".into());
         }
         if let Some(b) = &w.burst {
             if b.factor

@@ -58,7 +58,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
             "stations": [
                 {"kind": "cpu", "name": n, "cores": s.cores, "overhead": s.coefficients()}
                 if s.kind == "cpu"
-                else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hit_ratio, "channels": s.channels, "constant_service": s.service == "constant"}
+                else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hits(), "channels": s.channels, "constant_service": s.service == "constant"}
                 for n, s in t.stations.items()
             ],
         })
@@ -112,7 +112,10 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         bad.add("run.warmup", f"warm-up ({r.warmup} s) must be shorter than the duration ({r.duration} s)")
     engine = {
         "tiers": engine_tiers,
-        "links": [{"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared} for n, l in m.links.items()],
+        "links": [
+            {"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared, "loss": l.loss, "mss": l.mss, "rto": l.rto}
+            for n, l in m.links.items()
+        ],
         "types": engine_types,
         "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "weight": dist.engine(w.session_weight), "end": end,
                      "burst": _burst(w, bad)},

@@ -61,15 +61,33 @@ class Cpu(Strict):
         return [self.overhead] if isinstance(self.overhead, (int, float)) else list(self.overhead)
 
 
+# Andreolini et al.'s memory scenarios: the share of the database in the buffer pool.
+MEMORY_PRESETS = {"all_in_memory": 1.0, "partially_in_memory": 0.6, "mostly_on_disk": 0.3}
+
+
 class Disk(Strict):
     """FCFS storage: an access hits the cache with probability `hit_ratio`, otherwise it
-    queues for an exponential (or constant) service of 1/iops seconds."""
+    queues for an exponential (or constant) service of 1/iops seconds. `memory` gives
+    the hit ratio instead, as the share of the database the buffer pool holds (a
+    preset name or a fraction; accesses taken as uniform over the data)."""
 
     kind: Literal["disk"]
     iops: Annotated[float, Field(gt=0)]
-    hit_ratio: Annotated[float, Field(ge=0, le=1)] = 0.0
+    hit_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
+    memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[float, Field(ge=0, le=1)] | None = None
     channels: Annotated[int, Field(ge=1)] = 1
     service: Literal["exponential", "constant"] = "exponential"
+
+    @model_validator(mode="after")
+    def _one_source_of_hits(self):
+        if self.hit_ratio is not None and self.memory is not None:
+            raise ValueError("give hit_ratio or memory, not both")
+        return self
+
+    def hits(self) -> float:
+        if self.memory is not None:
+            return MEMORY_PRESETS.get(self.memory, self.memory)
+        return self.hit_ratio or 0.0
 
 
 Station = Annotated[Union[Cpu, Disk], Field(discriminator="kind")]
@@ -183,12 +201,34 @@ class Tier(Strict):
     stations: dict[Name, Station] = {}
 
 
+# Andreolini et al.'s network scenarios for the client links.
+LINK_PRESETS = {
+    "well_connected": {"bandwidth": 64e6, "delay": {"normal": {"mean": 0.005, "sd": 0.001}}, "loss": 0.0},
+    "badly_connected": {"bandwidth": 8e6, "delay": {"normal": {"mean": 0.2, "sd": 0.01}}, "loss": 0.01},
+}
+
+
 class Link(Strict):
-    """A network link: each transfer takes delay + bytes/bandwidth."""
+    """A network link: each transfer takes delay + bytes/bandwidth, plus one
+    retransmission timeout per lost segment. `preset` fills in the fields not given."""
 
     bandwidth: Annotated[float, Field(gt=0, description="bits per second")]
     delay: Dist = 0.0
     shared: bool = Field(False, description="true: concurrent transfers share the bandwidth; false: one link per client")
+    loss: Annotated[float, Field(ge=0, lt=1, description="probability that a segment is lost")] = 0.0
+    mss: Annotated[float, Field(gt=0, description="segment size, bytes")] = 1460.0
+    rto: Annotated[float, Field(ge=0, description="seconds a lost segment costs (retransmission timeout)")] = 0.2
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, v: Any):
+        if isinstance(v, dict) and "preset" in v:
+            v = dict(v)
+            name = v.pop("preset")
+            if name not in LINK_PRESETS:
+                raise ValueError(f"preset {name!r} does not exist; presets: {', '.join(LINK_PRESETS)}")
+            v = {**LINK_PRESETS[name], **v}
+        return v
 
 
 # ---- step programs --------------------------------------------------------------------

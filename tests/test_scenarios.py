@@ -1,0 +1,63 @@
+"""Andreolini et al.'s scenarios: memory (the buffer pool's share of the database sets
+the disk's hit ratio) and client networks (bandwidth, delay, segment loss)."""
+
+from __future__ import annotations
+
+import pytest
+
+import tierlab
+from conftest import run, single_request_sessions
+
+
+def _transfer(link: dict, size: int = 146_000) -> dict:
+    return single_request_sessions(
+        20.0, {"web": {}}, {"web": [{"transfer": {"link": "client", "bytes": size}}]}, duration=5_000, records=True
+    ) | {"links": {"client": link}}
+
+
+def test_lost_segments_each_cost_one_timeout():
+    # 100 segments of 1460 B at 8 Mbit/s: 0.146 s + delay + (lost segments) × rto.
+    t = run(_transfer({"bandwidth": 8e6, "delay": 0.1, "loss": 0.01, "rto": 0.5}))
+    rt = t.requests.response_time
+    extra = rt - (0.146 + 0.1)
+    assert extra.min() == pytest.approx(0.0, abs=1e-9)
+    assert ((extra / 0.5).round() - extra / 0.5).abs().max() < 1e-6  # whole timeouts
+    assert extra.mean() == pytest.approx(100 * 0.01 * 0.5, rel=0.05)  # Binomial(100, 1%) × 0.5 s
+
+
+def test_presets_fill_the_papers_links_and_fields_override():
+    well = tierlab.load_model({**_transfer({"preset": "well_connected"})}).spec.links["client"]
+    bad = tierlab.load_model({**_transfer({"preset": "badly_connected", "rto": 1.0})}).spec.links["client"]
+    assert (well.bandwidth, well.loss) == (64e6, 0.0) and (bad.bandwidth, bad.loss, bad.rto) == (8e6, 0.01, 1.0)
+    rt = {name: run(_transfer({"preset": name})).requests.response_time.mean() for name in ("well_connected", "badly_connected")}
+    assert rt["well_connected"] == pytest.approx(0.005 + 146_000 * 8 / 64e6, rel=0.02)
+    assert rt["badly_connected"] == pytest.approx(0.2 + 146_000 * 8 / 8e6 + 100 * 0.01 * 0.2, rel=0.02)
+
+
+@pytest.mark.parametrize("memory, hits", [("all_in_memory", 1.0), ("partially_in_memory", 0.6), ("mostly_on_disk", 0.3), (0.5, 0.5)])
+def test_memory_scenarios_set_the_disk_traffic(memory, hits):
+    # 10 accesses per request, 5 requests/s, 1000 IOPS: utilization = 50 · (1 − hits) / 1000.
+    tiers = {"db": {"stations": {"disk": {"kind": "disk", "iops": 1000, "memory": memory}}}}
+    t = run(single_request_sessions(5.0, tiers, {"db": [{"disk": 10}]}, duration=20_000))
+    u = t.summary["tiers"]["db"]["servers"][0]["stations"]["disk"]["utilization"]
+    assert u == pytest.approx(50 * (1 - hits) / 1000, rel=0.05, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "link, message",
+    [({"preset": "dial_up"}, "preset 'dial_up' does not exist; presets: well_connected, badly_connected"),
+     ({"bandwidth": 1e6, "loss": 1.0}, "links.client.loss"),
+     ({"bandwidth": 1e6, "loss": -0.1}, "links.client.loss")],
+)
+def test_bad_links_are_named(link, message):
+    with pytest.raises(tierlab.ModelError, match=message.replace("(", r"\(")):
+        tierlab.load_model(_transfer(link))
+
+
+def test_memory_or_hit_ratio_not_both():
+    tiers = {"db": {"stations": {"disk": {"kind": "disk", "iops": 1000, "memory": "mostly_on_disk", "hit_ratio": 0.2}}}}
+    with pytest.raises(tierlab.ModelError, match="hit_ratio or memory, not both"):
+        tierlab.load_model(single_request_sessions(5.0, tiers, {"db": [{"disk": 1}]}))
+    tiers["db"]["stations"]["disk"] = {"kind": "disk", "iops": 1000, "memory": "in_the_cloud"}
+    with pytest.raises(tierlab.ModelError, match="memory"):
+        tierlab.load_model(single_request_sessions(5.0, tiers, {"db": [{"disk": 1}]}))
