@@ -73,3 +73,32 @@ def test_db_socket_limit_pins_occupancy_at_its_maximum():
     assert busy.max() == 5 and (busy == 5).mean() > 0.95  # a token-based limit: pinned at the cap
     # … while the CPU, which could do more, is not the bottleneck.
     assert t.summary["tiers"]["db"]["servers"][0]["stations"]["cpu"]["utilization"] < 0.65
+
+
+def _gc_model(rate: float, per_request: float = 0.0) -> dict:
+    tiers = {"app": {"gc": {"heap": 100, "allocation": 500, "pause": 0.2, "per_request": per_request},
+                     "stations": {"cpu": {"kind": "cpu", "cores": 4}}}}
+    return single_request_sessions(rate, tiers, {"app": [{"cpu": 0.01}]}, duration=3_000, records=True)
+
+
+def test_gc_pauses_stop_the_world_more_often_under_more_load():
+    # 0.01 CPU-s per request × 500 MB/s = 5 MB per request: a collection every 20 requests.
+    low, high = (run(_gc_model(rate)) for rate in (10.0, 40.0))
+    gc = {name: t.summary["tiers"]["app"]["servers"][0]["gc"] for name, t in (("low", low), ("high", high))}
+    measured = low.summary["measured_seconds"]
+    assert gc["low"]["pauses"] == pytest.approx(10 * measured / 20, rel=0.02)
+    assert gc["high"]["pauses"] == pytest.approx(4 * gc["low"]["pauses"], rel=0.02)
+    assert gc["low"]["pause_time"] == pytest.approx(0.2 * gc["low"]["pauses"])
+    # A request caught by a pause waits it out: 0.01 s of work, up to 0.21 s of response.
+    rt = low.requests.response_time
+    assert rt.min() == pytest.approx(0.01) and rt.max() < 0.2 + 0.05 and (rt > 0.05).mean() > 0.03
+    u = low.summary["tiers"]["app"]["servers"][0]["stations"]["cpu"]["utilization"]
+    assert u == pytest.approx(10 * 0.01 / 4 + 0.2 * gc["low"]["pauses"] / measured, rel=0.05)  # the collector's CPU
+
+
+def test_gc_pause_grows_with_concurrency():
+    t = run(_gc_model(10.0, per_request=0.01))
+    gc = t.summary["tiers"]["app"]["servers"][0]["gc"]
+    # Each pause is 0.2 s + 0.01 s per request in progress; the request that fills the
+    # heap is one of them, so the mean is over 0.21 s, a little more under load.
+    assert 0.21 < gc["pause_time"] / gc["pauses"] < 0.25

@@ -40,6 +40,12 @@ pub(crate) struct Server {
     residence: f64,
     visits_total: u64,
     residence_total: f64,
+    /// Garbage collection: MB allocated since the last collection, whether one is in
+    /// progress, and the measured pauses.
+    allocated: f64,
+    in_gc: bool,
+    gc_pauses: u64,
+    gc_time: f64,
 }
 
 /// One visit of a request to a server: where it is in that tier's program.
@@ -184,6 +190,10 @@ impl Sim {
                     residence: 0.0,
                     visits_total: 0,
                     residence_total: 0.0,
+                    allocated: 0.0,
+                    in_gc: false,
+                    gc_pauses: 0,
+                    gc_time: 0.0,
                 });
             }
         }
@@ -306,6 +316,7 @@ impl Sim {
             Ev::Warmup => self.start_measuring(),
             Ev::SessionArrival { epoch } => self.session_arrival(epoch),
             Ev::BurstSwitch => self.burst_switch(),
+            Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session } => self.send(session),
             Ev::Resume { req } => self.advance(req),
             Ev::StationDone {
@@ -502,14 +513,17 @@ impl Sim {
                         };
                         let t = ps.arrive(self.now, slot, work);
                         let epoch = ps.epoch;
-                        self.events.push(
-                            t,
-                            Ev::StationDone {
-                                server: server as u32,
-                                station,
-                                epoch,
-                            },
-                        );
+                        if t.is_finite() {
+                            self.events.push(
+                                t,
+                                Ev::StationDone {
+                                    server: server as u32,
+                                    station,
+                                    epoch,
+                                },
+                            );
+                        }
+                        self.allocate(server, work);
                         return;
                     }
                 }
@@ -587,6 +601,58 @@ impl Sim {
                             .push(self.now + delay + seconds + lost, Ev::Resume { req: slot });
                     }
                     return;
+                }
+            }
+        }
+    }
+
+    /// CPU work allocates memory; a full heap stops the server's CPUs (stop the world).
+    fn allocate(&mut self, server: usize, work: f64) {
+        let Some(gc) = self.m.tiers[self.servers[server].tier].gc else {
+            return;
+        };
+        let now = self.now;
+        let sv = &mut self.servers[server];
+        sv.allocated += work * gc.allocation;
+        if sv.in_gc || sv.allocated < gc.heap {
+            return;
+        }
+        let pause = gc.pause + gc.per_request * sv.concurrency.value();
+        sv.allocated = 0.0;
+        sv.in_gc = true;
+        if self.measuring {
+            sv.gc_pauses += 1;
+            sv.gc_time += pause;
+        }
+        for st in &mut sv.stations {
+            if let StationState::Cpu(ps) = st {
+                ps.pause(now);
+            }
+        }
+        self.events.push(
+            now + pause,
+            Ev::GcEnd {
+                server: server as u32,
+            },
+        );
+    }
+
+    fn gc_end(&mut self, server: usize) {
+        let now = self.now;
+        let sv = &mut self.servers[server];
+        sv.in_gc = false;
+        for (i, st) in sv.stations.iter_mut().enumerate() {
+            if let StationState::Cpu(ps) = st {
+                if let Some(t) = ps.resume(now) {
+                    let epoch = ps.epoch;
+                    self.events.push(
+                        t,
+                        Ev::StationDone {
+                            server: server as u32,
+                            station: i as u16,
+                            epoch,
+                        },
+                    );
                 }
             }
         }
@@ -967,6 +1033,7 @@ impl Sim {
                     "visits": sv.visits_total,
                     "throughput": per_s(sv.visits_total as f64),
                     "mean_residence": if sv.visits_total > 0 { sv.residence_total / sv.visits_total as f64 } else { 0.0 },
+                    "gc": { "pauses": sv.gc_pauses, "pause_time": sv.gc_time },
                     "stations": stations,
                     "pools": pools,
                 }));

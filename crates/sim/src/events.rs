@@ -14,6 +14,8 @@ pub enum Ev {
     SessionArrival { epoch: u32 },
     /// The burst modulation switches phase.
     BurstSwitch,
+    /// A server's garbage-collection pause ends.
+    GcEnd { server: u32 },
     /// A session's think time is over: send its next request.
     Send { session: u32 },
     /// A request blocked on a timer or a granted pool resumes its program.

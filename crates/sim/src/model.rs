@@ -32,6 +32,21 @@ pub struct Tier {
     pub pools: Vec<Pool>,
     #[serde(default)]
     pub stations: Vec<Station>,
+    /// Stop-the-world garbage collection on each server; None = none.
+    #[serde(default)]
+    pub gc: Option<Gc>,
+}
+
+/// A JVM-like heap: CPU work allocates `allocation` MB per CPU-second; when `heap` MB
+/// have been allocated, every CPU of the server stops for `pause` seconds plus
+/// `per_request` per request in progress (live objects grow with concurrency).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Gc {
+    pub heap: f64,
+    pub allocation: f64,
+    pub pause: f64,
+    pub per_request: f64,
 }
 
 impl Tier {
@@ -318,6 +333,15 @@ impl Model {
         for t in &self.tiers {
             if t.servers == 0 {
                 return fail(format!("tier {}: servers must be ≥ 1", t.name));
+            }
+            if let Some(g) = &t.gc {
+                if !(g.heap > 0.0 && g.allocation >= 0.0 && g.pause >= 0.0 && g.per_request >= 0.0)
+                {
+                    return fail(format!(
+                        "tier {}: gc needs heap > 0 and non-negative rates",
+                        t.name
+                    ));
+                }
             }
             let d = &t.dispatch;
             if d.dispatchers == 0 || (d.hierarchical && d.dispatchers > t.servers) {

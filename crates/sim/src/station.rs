@@ -16,6 +16,8 @@ pub struct Ps {
     /// (finish tag, arrival order, request slot), earliest tag first.
     jobs: BinaryHeap<Reverse<(TotalF64, u64, u32)>>,
     arrivals: u64,
+    /// Stopped (a garbage-collection pause): no job progresses, the CPU is busy.
+    paused: bool,
     pub epoch: u32,
     pub busy: TimeAvg,
 }
@@ -49,6 +51,7 @@ impl Ps {
             last: 0.0,
             jobs: BinaryHeap::new(),
             arrivals: 0,
+            paused: false,
             epoch: 0,
             busy: TimeAvg::default(),
         }
@@ -67,7 +70,7 @@ impl Ps {
     }
 
     fn advance(&mut self, now: f64) {
-        if !self.jobs.is_empty() {
+        if !self.jobs.is_empty() && !self.paused {
             self.vwork += (now - self.last) * self.rate(self.jobs.len());
         }
         self.last = now;
@@ -75,7 +78,28 @@ impl Ps {
 
     fn note_jobs(&mut self, now: f64) {
         let n = self.jobs.len() as f64;
-        self.busy.set(now, n.min(self.cores) / self.cores);
+        let busy = if self.paused {
+            1.0
+        } else {
+            n.min(self.cores) / self.cores
+        };
+        self.busy.set(now, busy);
+    }
+
+    /// Stop every job (a stop-the-world pause); the scheduled completion goes stale.
+    pub fn pause(&mut self, now: f64) {
+        self.advance(now);
+        self.paused = true;
+        self.epoch = self.epoch.wrapping_add(1);
+        self.note_jobs(now);
+    }
+
+    /// Restart after a pause; the next completion time, if any job waits.
+    pub fn resume(&mut self, now: f64) -> Option<f64> {
+        self.advance(now);
+        self.paused = false;
+        self.note_jobs(now);
+        (!self.jobs.is_empty()).then(|| self.next_completion(now))
     }
 
     /// Add a job; returns the time of the next completion (the caller schedules it
@@ -98,8 +122,12 @@ impl Ps {
         (req, next)
     }
 
+    /// The next completion time (infinite while paused), under a new epoch.
     fn next_completion(&mut self, now: f64) -> f64 {
         self.epoch = self.epoch.wrapping_add(1);
+        if self.paused {
+            return f64::INFINITY;
+        }
         let Reverse((tag, _, _)) = self.jobs.peek().expect("non-empty");
         now + ((tag.0 - self.vwork).max(0.0) / self.rate(self.jobs.len()))
     }

@@ -23,6 +23,10 @@ impl TimeAvg {
         }
     }
 
+    pub fn value(&self) -> f64 {
+        self.value
+    }
+
     #[inline]
     pub fn add(&mut self, now: f64, delta: f64) {
         self.set(now, self.value + delta);

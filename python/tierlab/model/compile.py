@@ -50,6 +50,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
             "servers": t.servers,
             "dispatch": _dispatch(tname, t, bad),
             "stateful": t.session_state is not None,
+            "gc": t.gc.model_dump() if t.gc else None,
             "pools": [
                 {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue,
                  "retransmit": s.retransmit.model_dump() if s.retransmit else None}

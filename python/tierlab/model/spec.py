@@ -193,10 +193,23 @@ class SessionState(Strict):
     fetch: list["Step"] = Field([], description="steps that fetch the state; run right after the visit's first thread")
 
 
+class Gc(Strict):
+    """Stop-the-world garbage collection (a JVM-like tier): CPU work allocates memory,
+    and each time `heap` MB have been allocated every CPU of the server stops for
+    `pause` + `per_request` × requests in progress (live data grows with concurrency).
+    Pauses come more often as the load (allocation rate) grows."""
+
+    heap: Annotated[float, Field(gt=0, description="MB allocated between collections (young generation)")]
+    allocation: Annotated[float, Field(ge=0, description="MB allocated per CPU-second of work")]
+    pause: Annotated[float, Field(ge=0, description="seconds of every pause")] = 0.05
+    per_request: Annotated[float, Field(ge=0, description="extra seconds per request in progress")] = 0.0
+
+
 class Tier(Strict):
     servers: Annotated[int, Field(ge=1)] = 1
     dispatch: Dispatch = Field(RoundRobinDispatch(), description="how requests reach this tier's servers")
     session_state: SessionState | None = None
+    gc: Gc | None = None
     pools: dict[Name, Pool] = {}
     stations: dict[Name, Station] = {}
 
