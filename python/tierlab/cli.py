@@ -70,6 +70,44 @@ def schema_cmd() -> None:
     click.echo(json.dumps(json_schema(), indent=2))
 
 
+@cli.command("ramp")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--loads", required=True, help="Clients (closed) or sessions/s (open) per step, comma-separated.")
+@click.option("--seeds", default="1", show_default=True, help="Seeds per step (averaged).")
+@click.option("--workers", type=int, help="Local worker processes (default: one per core).")
+@click.option("--scheduler", help="Run on this Dask scheduler instead.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
+def ramp_cmd(model, loads, seeds, workers, scheduler, out_dir) -> None:
+    """Black-box capacity: a load ramp and the knee of its p90 response time."""
+    from dataclasses import asdict
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from .ramp import ramp
+
+    steps = [float(x) for x in loads.split(",") if x.strip()]
+    table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler)
+    out.print(table.to_string(index=False))
+    out.print(f"knee (capacity): load = {knee.load}, p90 = {knee.value} s  [{knee.method}]", markup=False)
+    if out_dir:
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "ramp.csv", index=False)
+        (folder / "result.json").write_text(json.dumps({"knee": asdict(knee), "steps": table.to_dict(orient="records")}, indent=2) + "\n")
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.plot(table.load, table.p90, "o-")
+        if knee.load is not None:
+            ax.axvline(knee.load, ls="--", color="grey", label=f"knee {knee.load:g}")
+            ax.legend()
+        ax.set_xlabel("load")
+        ax.set_ylabel("p90 response time (s)")
+        fig.tight_layout()
+        fig.savefig(folder / "ramp.png", dpi=110)
+
+
 def _register() -> None:
     from .cli_sizing import cost, profile_cmd, size
 

@@ -1,0 +1,63 @@
+"""Black-box capacity: the knee of a p90 curve, on curves with a known knee and on a
+simulated load ramp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tierlab
+from tierlab.ramp import find_knee, ramp
+
+
+def test_knee_of_a_flat_then_steep_curve():
+    x = np.arange(0, 101, 5)
+    y = np.where(x <= 50, 0.1, 0.1 + 0.05 * (x - 50))
+    assert find_knee(x, y).load == 50
+
+
+def test_knee_ignores_steps_where_nothing_completed():
+    x = [10, 20, 30, 40, 50]
+    y = [0.1, 0.1, 0.1, 2.0, None]
+    assert find_knee(x, y).load == 30
+
+
+def test_too_few_points_is_an_error():
+    with pytest.raises(tierlab.InputError, match="at least 3 distinct loads"):
+        find_knee([1, 2], [0.1, 0.2])
+
+
+def test_ramp_finds_the_capacity_of_a_closed_system():
+    # 1 CPU, 0.1 s per request, think 1 s: saturation at N* = (0.1 + 1)/0.1 = 11 clients.
+    model = {
+        "run": {"duration": 1_500, "warmup": 100, "records": False},
+        "tiers": {"app": {"stations": {"cpu": {"kind": "cpu"}}}},
+        "requests": {"A": {"app": [{"cpu": {"exponential": 0.1}}]}},
+        "workload": {"population": {"clients": 1}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+    }
+    table, knee = ramp(model, [2, 4, 6, 8, 10, 12, 14, 16, 20, 24], workers=1, progress=None)
+    assert table.p90.is_monotonic_increasing
+    assert 8 <= knee.load <= 14
+
+
+def test_cli_ramp_writes_the_knee(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    model = {
+        "run": {"duration": 600, "warmup": 50, "records": False},
+        "tiers": {"app": {"stations": {"cpu": {"kind": "cpu"}}}},
+        "requests": {"A": {"app": [{"cpu": {"exponential": 0.1}}]}},
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
+    }
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump(model))
+    p = subprocess.run([sys.executable, "-m", "tierlab.cli", "ramp", str(tmp_path / "m.yaml"), "--loads", "1,3,5,7,8,9,9.5",
+                        "--workers", "1", "--out", str(tmp_path / "r")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "kneedle" in p.stdout
+    result = json.loads((tmp_path / "r" / "result.json").read_text())
+    assert 5 <= result["knee"]["load"] <= 9.5 and len(result["steps"]) == 7  # M/M/1, μ = 10
+    assert (tmp_path / "r" / "ramp.png").exists()
