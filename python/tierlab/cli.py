@@ -108,6 +108,35 @@ def ramp_cmd(model, loads, seeds, workers, scheduler, out_dir) -> None:
         fig.savefig(folder / "ramp.png", dpi=110)
 
 
+@cli.group("analyze")
+def analyze() -> None:
+    """Analyses of a trace (simulated or live)."""
+
+
+@analyze.command("bottleneck")
+@click.argument("trace_dir", type=click.Path(file_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
+def analyze_bottleneck(trace_dir, json_out) -> None:
+    """White-box: every resource's utilization or occupancy, and the bottleneck."""
+    from dataclasses import asdict
+
+    from .bottleneck import bottleneck, breakdown, resources
+    from .trace import read_trace
+
+    trace = read_trace(trace_dir)
+    table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
+    out.print(table.round(3).to_string(index=False), markup=False)
+    if not times.empty:
+        out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
+        out.print(times.round(4).to_string(index=False), markup=False)
+    if b is not None:
+        state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
+        out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
+    if json_out:
+        Path(json_out).write_text(json.dumps({"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"),
+                                              "breakdown": times.to_dict(orient="records")}, indent=2) + "\n")
+
+
 def _register() -> None:
     from .cli_sizing import cost, profile_cmd, size
 

@@ -1010,7 +1010,11 @@ impl Sim {
                     .stations
                     .iter()
                     .zip(&mut sv.stations)
-                    .map(|(spec, st)| (spec.name().to_string(), utilization(st.busy())))
+                    .map(|(spec, st)| {
+                        let mut u = utilization(st.busy());
+                        u["kind"] = json!(spec.kind());
+                        (spec.name().to_string(), u)
+                    })
                     .collect();
                 let pools: Map<_, _> = t
                     .pools
@@ -1020,6 +1024,7 @@ impl Sim {
                         (
                             spec.name.clone(),
                             json!({
+                                "kind": spec.kind.name(),
                                 "size": spec.size,
                                 "mean_busy": per_s(p.busy.total_area(now)),
                                 "mean_queued": per_s(p.queue.total_area(now)),
@@ -1040,7 +1045,7 @@ impl Sim {
             }
             tiers.insert(
                 t.name.clone(),
-                json!({ "servers": servers, "dispatch": self.clusters[ti].summary() }),
+                json!({ "position": ti, "servers": servers, "dispatch": self.clusters[ti].summary() }),
             );
         }
         let links: Map<_, _> = self

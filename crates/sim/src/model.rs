@@ -146,7 +146,24 @@ pub enum Station {
     },
 }
 
+impl PoolKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolKind::Threads => "threads",
+            PoolKind::Connections => "connections",
+            PoolKind::Other => "other",
+        }
+    }
+}
+
 impl Station {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Station::Cpu { .. } => "cpu",
+            Station::Disk { .. } => "disk",
+        }
+    }
+
     pub fn name(&self) -> &str {
         match self {
             Station::Cpu { name, .. } | Station::Disk { name, .. } => name,
