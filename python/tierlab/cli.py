@@ -137,6 +137,52 @@ def analyze_bottleneck(trace_dir, json_out) -> None:
                                               "breakdown": times.to_dict(orient="records")}, indent=2) + "\n")
 
 
+@analyze.command("fluctuations")
+@click.argument("trace_dir", type=click.Path(file_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write request rate and response time per tier at 100 ms and 10 s here (PNG).")
+def analyze_fluctuations(trace_dir, json_out, plot) -> None:
+    """Fine-grained: rate and response-time fluctuation per tier, bimodality, p95/p98, retransmissions."""
+    from .fluctuations import fluctuations, rate
+    from .trace import read_trace
+
+    trace = read_trace(trace_dir)
+    f = fluctuations(trace)
+    import pandas as pd
+
+    out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False)
+    out.print(f"\nmean {f['mean']:.4f} s, p95 {f['p95']:.4f} s, p98 {f['p98']:.4f} s", markup=False)
+    if "bimodality" in f:
+        b = f["bimodality"]
+        modes = ", ".join(f"{m:.4f} s" for m in b["modes"]) or "-"
+        out.print(f"bimodal: {b['bimodal']} (dip {b['dip']:.4f}, p = {b['p_value']:.3g}); modes: {modes}", markup=False)
+        out.print(f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
+                  f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}", markup=False)
+    if json_out:
+        Path(json_out).write_text(json.dumps(f, indent=2) + "\n")
+    if plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        names = [t["tier"] for t in f["tiers"]]
+        fig, axes = plt.subplots(2, 2, figsize=(12, 6), sharex=True)
+        for j, every in enumerate((0.1, 10.0)):
+            for name in names:
+                axes[0][j].plot(rate(trace, name, every), label=name, lw=0.6)
+                rt = trace.series(name, "response_time").mean(axis=1)
+                rt = rt.groupby((rt.index // every) * every).mean()
+                axes[1][j].plot(rt, label=name, lw=0.6)
+            axes[0][j].set_title(f"{every:g} s windows")
+            axes[0][j].set_ylabel("requests/s")
+            axes[1][j].set_ylabel("mean residence (s)")
+            axes[1][j].set_xlabel("time (s)")
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+
+
 def _register() -> None:
     from .cli_sizing import cost, profile_cmd, size
 
