@@ -38,6 +38,9 @@ def test_ramp_finds_the_capacity_of_a_closed_system():
     table, knee = ramp(model, [2, 4, 6, 8, 10, 12, 14, 16, 20, 24], workers=1, progress=None)
     assert table.p90.is_monotonic_increasing
     assert 8 <= knee.load <= 14
+    # White-box beside it: the CPU is named at every step, saturated beyond the knee only.
+    assert (table.bottleneck == "app.cpu").all()
+    assert not table.saturated.iloc[0] and table.saturated.iloc[-1]
 
 
 def test_cli_ramp_writes_the_knee(tmp_path):
@@ -61,3 +64,20 @@ def test_cli_ramp_writes_the_knee(tmp_path):
     result = json.loads((tmp_path / "r" / "result.json").read_text())
     assert 5 <= result["knee"]["load"] <= 9.5 and len(result["steps"]) == 7  # M/M/1, μ = 10
     assert (tmp_path / "r" / "ramp.png").exists()
+
+
+def test_retransmission_threshold_of_a_ramp():
+    from tierlab.ramp import retransmission_threshold
+
+    model = {
+        "run": {"duration": 600, "warmup": 50},
+        "tiers": {"web": {"pools": {"threads": {"kind": "threads", "size": 2, "max_queue": 4, "retransmit": {"initial": 3.0}}},
+                          "stations": {"cpu": {"kind": "cpu"}}}},
+        "requests": {"A": {"web": [{"acquire": "threads"}, {"cpu": {"exponential": 0.05}}, {"release": "threads"}]}},
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
+    }
+    table, _ = ramp(model, [2, 6, 10, 14, 18], workers=1, progress=None)
+    assert table.retransmitted.is_monotonic_increasing
+    t = retransmission_threshold(table)
+    assert t is not None and table.loc[table.load < t, "retransmitted"].le(0.01).all()
+    assert table.loc[table.load == t, "retransmitted"].iloc[0] > 0.01

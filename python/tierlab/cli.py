@@ -86,17 +86,20 @@ def ramp_cmd(model, loads, seeds, workers, scheduler, out_dir) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .ramp import ramp
+    from .ramp import ramp, retransmission_threshold
 
     steps = [float(x) for x in loads.split(",") if x.strip()]
     table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler)
-    out.print(table.to_string(index=False))
+    out.print(table.to_string(index=False), markup=False, soft_wrap=True)
     out.print(f"knee (capacity): load = {knee.load}, p90 = {knee.value} s  [{knee.method}]", markup=False)
+    threshold = retransmission_threshold(table)
+    if threshold is not None:
+        out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
     if out_dir:
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)
         table.to_csv(folder / "ramp.csv", index=False)
-        (folder / "result.json").write_text(json.dumps({"knee": asdict(knee), "steps": table.to_dict(orient="records")}, indent=2) + "\n")
+        (folder / "result.json").write_text(json.dumps({"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}, indent=2) + "\n")
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(table.load, table.p90, "o-")
         if knee.load is not None:
@@ -125,10 +128,10 @@ def analyze_bottleneck(trace_dir, json_out) -> None:
 
     trace = read_trace(trace_dir)
     table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
-    out.print(table.round(3).to_string(index=False), markup=False)
+    out.print(table.round(3).to_string(index=False), markup=False, soft_wrap=True)
     if not times.empty:
         out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
-        out.print(times.round(4).to_string(index=False), markup=False)
+        out.print(times.round(4).to_string(index=False), markup=False, soft_wrap=True)
     if b is not None:
         state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
         out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
@@ -150,7 +153,7 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
     f = fluctuations(trace)
     import pandas as pd
 
-    out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False)
+    out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
     out.print(f"\nmean {f['mean']:.4f} s, p95 {f['p95']:.4f} s, p98 {f['p98']:.4f} s", markup=False)
     if "bimodality" in f:
         b = f["bimodality"]

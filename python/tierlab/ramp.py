@@ -15,6 +15,7 @@ from kneed import KneeLocator
 from .errors import InputError
 from .model import LoadedModel, load_model
 from .model.spec import Closed
+from .bottleneck import bottleneck
 from .sweep import Run, sweep
 from .trace import Trace
 
@@ -44,10 +45,15 @@ def load_path(model: LoadedModel) -> str:
 
 
 def _point(trace: Trace) -> dict:
+    """What a ramp keeps of each run: the p90 curve, and what limits the system there."""
     s = trace.summary
     rt = s["response_time"] or {}
+    b = bottleneck(trace)
+    r = trace.requests
     return {"throughput": s["throughput"], "p90": rt.get("p90"), "mean": rt.get("mean"),
-            "ok": s["requests"]["ok"], "rejected": s["requests"]["rejected"]}
+            "ok": s["requests"]["ok"], "rejected": s["requests"]["rejected"],
+            "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
+            "bottleneck": f"{b.tier}.{b.resource}" if b else None, "saturated": bool(b and b.saturated)}
 
 
 def ramp(model, loads, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp") -> tuple[pd.DataFrame, Knee]:
@@ -62,5 +68,15 @@ def ramp(model, loads, seeds=(1,), workers=None, scheduler=None, progress: str |
     runs = [Run({path: int(x) if path.endswith("clients") else float(x)}, s) for x, s in keys]
     points = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
     df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, points)])
-    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected"]].mean()
+    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted", "saturated"]].mean()
+    # The resource named most often over the seeds.
+    table["bottleneck"] = df.groupby("load")["bottleneck"].agg(lambda b: b.mode().iloc[0] if b.notna().any() else None).to_numpy()
     return table, find_knee(table.load, table.p90)
+
+
+def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float | None:
+    """The lowest load of a ramp at which more than `share` of the requests saw a TCP
+    retransmission (Wang et al.'s threshold workload); None if none did. Needs runs
+    with per-request records."""
+    over = table[table.retransmitted > share]
+    return float(over.load.min()) if len(over) else None
