@@ -146,7 +146,7 @@ def analyze_bottleneck(trace_dir, json_out) -> None:
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write request rate and response time per tier at 100 ms and 10 s here (PNG).")
 def analyze_fluctuations(trace_dir, json_out, plot) -> None:
     """Fine-grained: rate and response-time fluctuation per tier, bimodality, p95/p98, retransmissions."""
-    from .fluctuations import fluctuations, rate
+    from .fluctuations import fluctuations, rate, residence
     from .trace import read_trace
 
     trace = read_trace(trace_dir)
@@ -174,9 +174,7 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
         for j, every in enumerate((0.1, 10.0)):
             for name in names:
                 axes[0][j].plot(rate(trace, name, every), label=name, lw=0.6)
-                rt = trace.series(name, "response_time").mean(axis=1)
-                rt = rt.groupby((rt.index // every) * every).mean()
-                axes[1][j].plot(rt, label=name, lw=0.6)
+                axes[1][j].plot(residence(trace, name, every), label=name, lw=0.6)
             axes[0][j].set_title(f"{every:g} s windows")
             axes[0][j].set_ylabel("requests/s")
             axes[1][j].set_ylabel("mean residence (s)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .trace import Trace
+from .trace import Trace, window_of
 
 
 def load_imbalance(trace: Trace, tier: str, every: float = 1.0) -> float:
@@ -14,7 +14,7 @@ def load_imbalance(trace: Trace, tier: str, every: float = 1.0) -> float:
     which the tier is idle are left out. 0 = perfectly even."""
     c = trace.series(tier, "concurrency")
     c = c[c.index >= trace.summary["warmup"]]
-    per = c.groupby(np.floor(c.index / every)).mean()
+    per = c.groupby(window_of(c.index, every)).mean()
     mean, sd = per.mean(axis=1), per.std(axis=1, ddof=0)
     busy = mean > 0
     return float((sd[busy] / mean[busy]).mean()) if busy.any() else 0.0

@@ -16,7 +16,7 @@ from scipy.signal import find_peaks
 from scipy.stats import gaussian_kde
 
 from .errors import InputError
-from .trace import Trace
+from .trace import Trace, window_of
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,16 @@ def rate(trace: Trace, tier: str, every: float) -> pd.Series:
     over its servers; the measured period only)."""
     s = trace.series(tier, "arrivals").sum(axis=1)
     s = s[s.index >= trace.summary["warmup"]]
-    return s.groupby(np.floor(s.index / every) * every).sum() / every
+    per = s.groupby(window_of(s.index, every)).sum() / every
+    return per[per.index + every <= trace.summary["simulated_until"] + 1e-6]  # whole windows only
+
+
+def residence(trace: Trace, tier: str, every: float) -> pd.Series:
+    """Mean time a visit spends at `tier` (mean over its servers' per-window means),
+    in windows of `every` seconds over the measured period."""
+    rt = trace.series(tier, "response_time").mean(axis=1)
+    rt = rt[rt.index >= trace.summary["warmup"]]
+    return rt.groupby(window_of(rt.index, every)).mean()
 
 
 def _cov(x: pd.Series) -> float:
@@ -66,8 +75,7 @@ def tiers(trace: Trace, fine: float = 0.1, coarse: float = 10.0) -> pd.DataFrame
     fine and the coarse window, and the CoV of the per-window mean residence time."""
     rows = []
     for name, t in sorted(trace.summary["tiers"].items(), key=lambda kv: kv[1]["position"]):
-        rt = trace.series(name, "response_time").mean(axis=1)
-        rt = rt[rt.index >= trace.summary["warmup"]]
+        rt = residence(trace, name, fine)
         rows.append({"tier": name, "rate": rate(trace, name, coarse).mean(), f"rate_cov_{fine:g}s": _cov(rate(trace, name, fine)),
                      f"rate_cov_{coarse:g}s": _cov(rate(trace, name, coarse)), "response_time_cov": _cov(rt)})
     return pd.DataFrame(rows)
@@ -78,7 +86,7 @@ def retransmissions_per_minute(trace: Trace) -> pd.Series:
     r = trace.requests
     if r is None:
         return pd.Series(dtype=float)
-    return r.groupby(np.floor(r.start / 60) * 60)["retransmissions"].sum()
+    return r.groupby(window_of(r.start, 60.0))["retransmissions"].sum()
 
 
 def fluctuations(trace: Trace) -> dict:

@@ -51,6 +51,13 @@ class Trace:
         return sel.pivot(index="t", columns="server", values="value")
 
 
+def window_of(t, every: float):
+    """Start of the `every`-second window holding time `t` (array or scalar). The small
+    offset keeps a window start such as 0.3 (summed up as 0.1 + 0.1 + 0.1, a hair
+    under) from rounding down into the window before."""
+    return np.floor(np.asarray(t) / every + 1e-6) * every
+
+
 def read_trace(folder: str | Path) -> Trace:
     folder = Path(folder)
     if not folder.is_dir():
