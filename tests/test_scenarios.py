@@ -30,8 +30,24 @@ def test_presets_fill_the_papers_links_and_fields_override():
     bad = tierlab.load_model({**_transfer({"preset": "badly_connected", "rto": 1.0})}).spec.links["client"]
     assert (well.bandwidth, well.loss) == (64e6, 0.0) and (bad.bandwidth, bad.loss, bad.rto) == (8e6, 0.01, 1.0)
     rt = {name: run(_transfer({"preset": name})).requests.response_time.mean() for name in ("well_connected", "badly_connected")}
-    assert rt["well_connected"] == pytest.approx(0.005 + 146_000 * 8 / 64e6, rel=0.02)
-    assert rt["badly_connected"] == pytest.approx(0.2 + 146_000 * 8 / 8e6 + 100 * 0.01 * 0.2, rel=0.02)
+    # 100 segments in slow start from 3: flights of 3, 6, 12, 24, 48, 96 — the delay 11 times.
+    assert rt["well_connected"] == pytest.approx(11 * 0.005 + 146_000 * 8 / 64e6, rel=0.02)
+    assert rt["badly_connected"] == pytest.approx(11 * 0.2 + 146_000 * 8 / 8e6 + 100 * 0.01 * 0.6, rel=0.02)
+
+
+@pytest.mark.parametrize("segments, flights", [(1, 1), (3, 1), (4, 2), (9, 2), (10, 3), (21, 3), (22, 4)])
+def test_slow_start_costs_a_round_trip_per_further_flight(segments, flights):
+    # Window 3, doubling: 3 | 6 | 12 … segments per flight; one-way delay 0.1 s.
+    t = run(_transfer({"bandwidth": 1e12, "delay": 0.1, "initial_window": 3}, size=segments * 1460))
+    assert t.requests.response_time.to_numpy() == pytest.approx(0.1 * (2 * flights - 1), abs=1e-6)
+
+
+@pytest.mark.parametrize("memory, hits", [(0.1, 0.4), (0.2, 0.8), (0.6, 0.9)])
+def test_locality_puts_the_hot_data_in_the_buffer_pool_first(memory, hits):
+    # 80/20: the hottest 20% of the data takes 80% of the accesses.
+    disk = {"kind": "disk", "iops": 1000, "memory": memory, "locality": {"hot_data": 0.2, "hot_accesses": 0.8}}
+    model = tierlab.load_model(single_request_sessions(5.0, {"db": {"stations": {"disk": disk}}}, {"db": [{"disk": 1}]}))
+    assert model.spec.tiers["db"].stations["disk"].hits() == pytest.approx(hits)
 
 
 @pytest.mark.parametrize("memory, hits", [("all_in_memory", 1.0), ("partially_in_memory", 0.6), ("mostly_on_disk", 0.3), (0.5, 0.5)])
@@ -47,7 +63,8 @@ def test_memory_scenarios_set_the_disk_traffic(memory, hits):
     "link, message",
     [({"preset": "dial_up"}, "preset 'dial_up' does not exist; presets: well_connected, badly_connected"),
      ({"bandwidth": 1e6, "loss": 1.0}, "links.client.loss"),
-     ({"bandwidth": 1e6, "loss": -0.1}, "links.client.loss")],
+     ({"bandwidth": 1e6, "loss": -0.1}, "links.client.loss"),
+     ({"bandwidth": 1e6, "initial_window": 0.5}, "links.client.initial_window")],
 )
 def test_bad_links_are_named(link, message):
     with pytest.raises(tierlab.ModelError, match=message.replace("(", r"\(")):
@@ -60,6 +77,9 @@ def test_memory_or_hit_ratio_not_both():
         tierlab.load_model(single_request_sessions(5.0, tiers, {"db": [{"disk": 1}]}))
     tiers["db"]["stations"]["disk"] = {"kind": "disk", "iops": 1000, "memory": "in_the_cloud"}
     with pytest.raises(tierlab.ModelError, match="memory"):
+        tierlab.load_model(single_request_sessions(5.0, tiers, {"db": [{"disk": 1}]}))
+    tiers["db"]["stations"]["disk"] = {"kind": "disk", "iops": 1000, "hit_ratio": 0.5, "locality": {"hot_data": 0.2, "hot_accesses": 0.8}}
+    with pytest.raises(tierlab.ModelError, match="locality needs memory"):
         tierlab.load_model(single_request_sessions(5.0, tiers, {"db": [{"disk": 1}]}))
 
 

@@ -94,8 +94,9 @@ pub(crate) struct Req {
     waiting_pool: u16,
     /// Waiting to retransmit a connection attempt to `waiting_pool`.
     retrying: bool,
-    /// Retransmission time of the segments lost in the transfer in progress.
-    link_penalty: f64,
+    /// Network latency of the transfer in progress on a shared link (added when its
+    /// bytes are through).
+    link_latency: f64,
     retransmissions: u32,
     disk_left: u32,
 }
@@ -344,12 +345,8 @@ impl Sim {
                         },
                     );
                 }
-                let delay = self.m.links[link as usize]
-                    .delay
-                    .sample(self.rng.get(Stream::Network));
-                let lost = std::mem::take(&mut self.reqs[req as usize].link_penalty);
-                self.events
-                    .push(self.now + delay + lost, Ev::Resume { req });
+                let latency = std::mem::take(&mut self.reqs[req as usize].link_latency);
+                self.events.push(self.now + latency, Ev::Resume { req });
             }
             Ev::DispatchExpire { tier, dispatcher } => {
                 self.dispatch_expire(tier as usize, dispatcher as usize)
@@ -581,9 +578,9 @@ impl Sim {
                     let spec = &self.m.links[link as usize];
                     let seconds = size / spec.bandwidth;
                     let shared = spec.shared;
-                    let lost = self.lost_time(link as usize, size);
+                    let latency = self.latency(link as usize, size);
                     if shared {
-                        self.reqs[slot as usize].link_penalty = lost;
+                        self.reqs[slot as usize].link_latency = latency;
                         let l = &mut self.links[link as usize];
                         let t = l.arrive(self.now, slot, seconds);
                         self.events.push(
@@ -594,11 +591,8 @@ impl Sim {
                             },
                         );
                     } else {
-                        let delay = self.m.links[link as usize]
-                            .delay
-                            .sample(self.rng.get(Stream::Network));
                         self.events
-                            .push(self.now + delay + seconds + lost, Ev::Resume { req: slot });
+                            .push(self.now + seconds + latency, Ev::Resume { req: slot });
                     }
                     return;
                 }
@@ -658,17 +652,25 @@ impl Sim {
         }
     }
 
-    /// Seconds lost to retransmissions in a transfer of `size` bytes over `link`: each
-    /// of its segments is lost with the link's probability and costs one timeout.
-    fn lost_time(&mut self, link: usize, size: f64) -> f64 {
+    /// Seconds a transfer of `size` bytes over `link` takes beyond its bytes at full
+    /// bandwidth: one-way delay d, then (slow start from `initial_window` segments,
+    /// doubling each round trip) 2d per further flight, and one timeout per lost segment.
+    fn latency(&mut self, link: usize, size: f64) -> f64 {
         let spec = &self.m.links[link];
-        if spec.loss == 0.0 {
-            return 0.0;
-        }
-        let segments = (size / spec.mss).ceil().max(1.0) as u64;
-        let lost = rand_distr::Binomial::new(segments, spec.loss).expect("checked: loss in [0, 1)");
-        rand_distr::Distribution::<u64>::sample(&lost, self.rng.get(Stream::Network)) as f64
-            * spec.rto
+        let segments = (size / spec.mss).ceil().max(1.0);
+        let flights = spec
+            .initial_window
+            .map_or(1.0, |w| (segments / w + 1.0).log2().ceil());
+        let rng = self.rng.get(Stream::Network);
+        let lost = if spec.loss == 0.0 {
+            0.0
+        } else {
+            let lost = rand_distr::Binomial::new(segments as u64, spec.loss)
+                .expect("checked: loss in [0, 1)");
+            rand_distr::Distribution::<u64>::sample(&lost, &mut *rng) as f64
+        };
+        let delay = spec.delay.sample(rng);
+        delay * (2.0 * flights - 1.0) + lost * spec.rto
     }
 
     /// Try to take a token; false if the request now waits (or was rejected).

@@ -189,6 +189,10 @@ pub struct Link {
     pub mss: f64,
     #[serde(default)]
     pub rto: f64,
+    /// Slow start: the first flight carries this many segments, each round trip
+    /// doubles it (None: the whole transfer is one flight).
+    #[serde(default)]
+    pub initial_window: Option<f64>,
 }
 
 fn default_mss() -> f64 {
@@ -413,9 +417,9 @@ impl Model {
         if self
             .links
             .iter()
-            .any(|l| !(0.0..1.0).contains(&l.loss) || l.mss <= 0.0 || l.rto < 0.0)
+            .any(|l| !(0.0..1.0).contains(&l.loss) || l.mss <= 0.0 || l.rto < 0.0 || l.initial_window.is_some_and(|w| w < 1.0))
         {
-            return fail("links: loss must be in [0, 1), mss > 0 and rto ≥ 0".into());
+            return fail("links: loss must be in [0, 1), mss > 0, rto ≥ 0 and initial_window ≥ 1".into());
         }
         if let Some(b) = &w.burst {
             if b.factor

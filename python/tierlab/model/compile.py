@@ -114,7 +114,8 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     engine = {
         "tiers": engine_tiers,
         "links": [
-            {"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared, "loss": l.loss, "mss": l.mss, "rto": l.rto}
+            {"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared, "loss": l.loss, "mss": l.mss, "rto": l.rto,
+             "initial_window": l.initial_window}
             for n, l in m.links.items()
         ],
         "types": engine_types,

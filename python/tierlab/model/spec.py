@@ -65,16 +65,31 @@ class Cpu(Strict):
 MEMORY_PRESETS = {"all_in_memory": 1.0, "partially_in_memory": 0.6, "mostly_on_disk": 0.3}
 
 
+class Locality(Strict):
+    """Skewed access: a `hot_data` share of the data receives `hot_accesses` of the
+    accesses (the 80/20 rule: 0.2 and 0.8), each part uniform within itself."""
+
+    hot_data: Annotated[float, Field(gt=0, lt=1)]
+    hot_accesses: Annotated[float, Field(gt=0, lt=1)]
+
+    def hits(self, cached: float) -> float:
+        """Hit ratio of a buffer pool holding the `cached` share of the data, hottest first."""
+        h, a = self.hot_data, self.hot_accesses
+        return a * cached / h if cached <= h else a + (1 - a) * (cached - h) / (1 - h)
+
+
 class Disk(Strict):
     """FCFS storage: an access hits the cache with probability `hit_ratio`, otherwise it
     queues for an exponential (or constant) service of 1/iops seconds. `memory` gives
     the hit ratio instead, as the share of the database the buffer pool holds (a
-    preset name or a fraction; accesses taken as uniform over the data)."""
+    preset name or a fraction); with `locality` the pool holds the hottest data first,
+    otherwise accesses are taken as uniform over the data."""
 
     kind: Literal["disk"]
     iops: Annotated[float, Field(gt=0)]
     hit_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
     memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[float, Field(ge=0, le=1)] | None = None
+    locality: Locality | None = None
     channels: Annotated[int, Field(ge=1)] = 1
     service: Literal["exponential", "constant"] = "exponential"
 
@@ -82,12 +97,15 @@ class Disk(Strict):
     def _one_source_of_hits(self):
         if self.hit_ratio is not None and self.memory is not None:
             raise ValueError("give hit_ratio or memory, not both")
+        if self.locality is not None and self.memory is None:
+            raise ValueError("locality needs memory (the buffer pool's share of the data)")
         return self
 
     def hits(self) -> float:
-        if self.memory is not None:
-            return MEMORY_PRESETS.get(self.memory, self.memory)
-        return self.hit_ratio or 0.0
+        if self.memory is None:
+            return self.hit_ratio or 0.0
+        cached = MEMORY_PRESETS.get(self.memory, self.memory)
+        return self.locality.hits(cached) if self.locality else cached
 
 
 Station = Annotated[Union[Cpu, Disk], Field(discriminator="kind")]
@@ -214,15 +232,20 @@ class Tier(Strict):
     stations: dict[Name, Station] = {}
 
 
-# Andreolini et al.'s network scenarios for the client links.
+# Andreolini et al.'s network scenarios for the client links (netem: bandwidth, normal
+# one-way delay, loss), with the TCP of their Linux 2.6: slow start from 3 segments
+# (RFC 3390), and a retransmission timeout of RTT + 200 ms (Linux's minimum variance term).
 LINK_PRESETS = {
-    "well_connected": {"bandwidth": 64e6, "delay": {"normal": {"mean": 0.005, "sd": 0.001}}, "loss": 0.0},
-    "badly_connected": {"bandwidth": 8e6, "delay": {"normal": {"mean": 0.2, "sd": 0.01}}, "loss": 0.01},
+    "well_connected": {"bandwidth": 64e6, "delay": {"normal": {"mean": 0.005, "sd": 0.001}}, "loss": 0.0,
+                       "initial_window": 3, "rto": 0.21},
+    "badly_connected": {"bandwidth": 8e6, "delay": {"normal": {"mean": 0.2, "sd": 0.01}}, "loss": 0.01,
+                        "initial_window": 3, "rto": 0.6},
 }
 
 
 class Link(Strict):
-    """A network link: each transfer takes delay + bytes/bandwidth, plus one
+    """A network link: each transfer takes bytes/bandwidth plus the one-way delay d,
+    2d more per further flight of TCP slow start (with `initial_window`), and one
     retransmission timeout per lost segment. `preset` fills in the fields not given."""
 
     bandwidth: Annotated[float, Field(gt=0, description="bits per second")]
@@ -231,6 +254,9 @@ class Link(Strict):
     loss: Annotated[float, Field(ge=0, lt=1, description="probability that a segment is lost")] = 0.0
     mss: Annotated[float, Field(gt=0, description="segment size, bytes")] = 1460.0
     rto: Annotated[float, Field(ge=0, description="seconds a lost segment costs (retransmission timeout)")] = 0.2
+    initial_window: Annotated[float, Field(ge=1)] | None = Field(
+        None, description="slow start: segments in the first flight, doubling every round trip (RFC 3390: 3, "
+        "RFC 6928: 10); null = the transfer is one flight (a warm connection)")
 
     @model_validator(mode="before")
     @classmethod
