@@ -47,21 +47,32 @@ def test_poisson_when_dispersion_is_one():
     assert counts.var(ddof=1) / counts.mean() == pytest.approx(1.0, abs=0.1)
 
 
+def _closed_arrivals(I: float, duration: float = 4000) -> "np.ndarray":
+    model = {
+        "run": {"duration": duration, "warmup": 100, "window": 5.0, "records": False},
+        "tiers": {"web": {}},
+        "requests": {"A": {"web": [{"delay": 0.01}]}},
+        "workload": {"population": {"clients": 50}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
+                     **({"burstiness": {"dispersion": I}} if I > 1 else {})},
+    }
+    return tierlab.simulate(model).series("web", "arrivals")[0].to_numpy()[20:-1]
+
+
 def test_closed_population_bursts_through_think_times():
     def dispersion(I):
-        model = {
-            "run": {"duration": 4000, "warmup": 100, "window": 5.0, "records": False},
-            "tiers": {"web": {}},
-            "requests": {"A": {"web": [{"delay": 0.01}]}},
-            "workload": {"population": {"clients": 50}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
-                         **({"burstiness": {"dispersion": I}} if I > 1 else {})},
-        }
-        c = tierlab.simulate(model).series("web", "arrivals")[0].to_numpy()[20:-1]
+        c = _closed_arrivals(I)
         return c.var(ddof=1) / c.mean()
 
     calm, bursty = dispersion(1), dispersion(100)
     assert calm == pytest.approx(1.0, abs=0.15)  # think ≫ response: nearly Poisson
     assert bursty > 10 * calm
+
+
+def test_closed_bursts_keep_the_mean_rate():
+    # Think times run on the phase's clock and are rescaled at each switch, so no client
+    # sits out a burst in a long think drawn in the calm: the rate stays N / (Z + R).
+    per_window = _closed_arrivals(1000, duration=40_000).mean()
+    assert per_window / 5.0 == pytest.approx(50 / 1.01, rel=0.05)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,15 @@ def test_knee_of_a_flat_then_steep_curve():
     assert find_knee(x, y).load == 50
 
 
+def test_the_first_knee_is_the_capacity_when_the_curve_turns_twice():
+    # Flat to 50, then linear; from 80 on much steeper again (overload: time-outs).
+    # The throughput stops growing at 50; Kneedle alone would take the sharper turn.
+    x = np.arange(0, 101, 5)
+    y = np.where(x <= 50, 1.0, 1.0 + 0.1 * (x - 50)) + np.where(x <= 80, 0, 2.0 * (x - 80))
+    assert find_knee(x, y).load == 80
+    assert find_knee(x, y, throughput=np.minimum(x, 50)).load == 50
+
+
 def test_knee_ignores_steps_where_nothing_completed():
     x = [10, 20, 30, 40, 50]
     y = [0.1, 0.1, 0.1, 2.0, None]
@@ -27,20 +36,37 @@ def test_too_few_points_is_an_error():
         find_knee([1, 2], [0.1, 0.2])
 
 
-def test_ramp_finds_the_capacity_of_a_closed_system():
-    # 1 CPU, 0.1 s per request, think 1 s: saturation at N* = (0.1 + 1)/0.1 = 11 clients.
-    model = {
+def _closed(step: dict) -> dict:
+    return {
         "run": {"duration": 1_500, "warmup": 100, "records": False},
         "tiers": {"app": {"stations": {"cpu": {"kind": "cpu"}}}},
-        "requests": {"A": {"app": [{"cpu": {"exponential": 0.1}}]}},
+        "requests": {"A": {"app": [step]}},
         "workload": {"population": {"clients": 1}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
     }
+
+
+def test_ramp_finds_the_capacity_of_a_closed_system():
+    # 1 CPU, 0.1 s per request, think 1 s: saturation at N* = (0.1 + 1)/0.1 = 11 clients.
+    model = _closed({"cpu": {"exponential": 0.1}})
     table, knee = ramp(model, [2, 4, 6, 8, 10, 12, 14, 16, 20, 24], workers=1, progress=None)
     assert table.p90.is_monotonic_increasing
     assert 8 <= knee.load <= 14
     # White-box beside it: the CPU is named at every step, saturated beyond the knee only.
     assert (table.bottleneck == "app.cpu").all()
     assert not table.saturated.iloc[0] and table.saturated.iloc[-1]
+
+
+def test_ramp_without_loads_searches_the_range_itself():
+    # Doubling from 1 client until the p90 has grown tenfold brackets N* = 11 from above.
+    table, knee = ramp(_closed({"cpu": {"exponential": 0.1}}), start=1, workers=1, progress=None)
+    assert table.load.max() >= 16 and len(table) == 20
+    assert 8 <= knee.load <= 16
+
+
+def test_ramp_without_a_knee_in_reach_says_so():
+    # A pure delay never queues: the p90 stays flat however many clients come.
+    with pytest.raises(tierlab.InputError, match="no knee in reach; give the loads"):
+        ramp(_closed({"delay": 0.1}), start=1, workers=1, progress=None)
 
 
 def test_cli_ramp_writes_the_knee(tmp_path):

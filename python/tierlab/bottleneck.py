@@ -6,7 +6,8 @@ at it, requests wait or are refused while the hardware behind them may be idle.
 The rule: a hardware station at ≥ 95% utilization is the bottleneck (the busiest
 one); failing that, a token pool pinned at its cap in at least half of the windows
 (or refusing requests) is — the one furthest back if several are, since the pools in
-front fill up behind it (tiers are taken in the model's order, front to back: `position` in the summary);
+front fill up behind it (tiers are taken in the model's order, front to back: `position` in the summary;
+within a tier connections count as behind threads, as a thread is held while waiting for a connection);
 failing that, nothing is saturated and the busiest resource is named as the one
 closest to it."""
 
@@ -71,7 +72,8 @@ def bottleneck(trace: Trace) -> Bottleneck | None:
     if not hardware.empty:
         row, saturated = hardware.sort_values("level").iloc[-1], True
     elif not tokens.empty:
-        row, saturated = tokens.sort_values(["depth", "pinned", "level"]).iloc[-1], True
+        behind = tokens.assign(inner=tokens.kind == "connections")
+        row, saturated = behind.sort_values(["depth", "inner", "pinned", "level"]).iloc[-1], True
     else:
         row, saturated = r.assign(score=r[["level", "pinned"]].max(axis=1)).sort_values("score").iloc[-1], False
     return Bottleneck(row.tier, int(row.server), row.resource, row.kind, row.family, saturated, float(row.level), float(row.pinned))

@@ -72,12 +72,14 @@ def schema_cmd() -> None:
 
 @cli.command("ramp")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--loads", required=True, help="Clients (closed) or sessions/s (open) per step, comma-separated.")
+@click.option("--loads", help="Clients (closed) or sessions/s (open) per step, comma-separated. "
+              "Default: 20 steps up to the first doubling from --start at which the p90 has grown tenfold.")
+@click.option("--start", type=float, default=1.0, show_default=True, help="The first load when --loads is not given.")
 @click.option("--seeds", default="1", show_default=True, help="Seeds per step (averaged).")
 @click.option("--workers", type=int, help="Local worker processes (default: one per core).")
 @click.option("--scheduler", help="Run on this Dask scheduler instead.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
-def ramp_cmd(model, loads, seeds, workers, scheduler, out_dir) -> None:
+def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir) -> None:
     """Black-box capacity: a load ramp and the knee of its p90 response time."""
     from dataclasses import asdict
 
@@ -88,10 +90,14 @@ def ramp_cmd(model, loads, seeds, workers, scheduler, out_dir) -> None:
 
     from .ramp import ramp, retransmission_threshold
 
-    steps = [float(x) for x in loads.split(",") if x.strip()]
-    table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler)
+    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
+    table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start)
     out.print(table.to_string(index=False), markup=False, soft_wrap=True)
-    out.print(f"knee (capacity): load = {knee.load}, p90 = {knee.value} s  [{knee.method}]", markup=False)
+    if knee.load is None:
+        out.print("no knee: the p90 curve does not turn from flat to steep over these loads; "
+                  "extend them (or leave --loads out to search for the range)", style="yellow")
+    else:
+        out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
     threshold = retransmission_threshold(table)
     if threshold is not None:
         out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")

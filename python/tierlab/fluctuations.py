@@ -19,6 +19,10 @@ from .errors import InputError
 from .trace import Trace, window_of
 
 
+DIP_TABLE_LIMIT = 72_000
+"""The largest sample diptest's p-value tables cover."""
+
+
 @dataclass(frozen=True)
 class Bimodality:
     dip: float
@@ -26,25 +30,28 @@ class Bimodality:
     p_value: float
     bimodal: bool
     modes: list[float]
-    """The two highest modes of the response-time density (seconds), when bimodal."""
+    """The modes of the response-time density (seconds), when multimodal: its peaks at
+    least 1% as high as the highest (a small slow mode, such as requests that waited
+    for a TCP retransmission, is kept)."""
 
 
 def bimodality(response_times, alpha: float = 0.01) -> Bimodality:
     """Hartigan's dip test (the `diptest` package) at level `alpha`; the modes are the
-    two highest peaks of a kernel density of log10(response time)."""
+    peaks of a kernel density of log10(response time)."""
     x = np.asarray(response_times, dtype=float)
     x = x[np.isfinite(x) & (x > 0)]
     if len(x) < 10:
         raise InputError(f"a bimodality test needs at least 10 positive response times (got {len(x)})")
+    if len(x) > DIP_TABLE_LIMIT:  # beyond it the p-value tables do not reach: test a fixed random sample
+        x = np.random.default_rng(0).choice(x, DIP_TABLE_LIMIT, replace=False)
     dip, p = diptest.diptest(x)
     modes: list[float] = []
     if p < alpha:
         logx = np.log10(x)
         grid = np.linspace(logx.min(), logx.max(), 1024)
         density = gaussian_kde(logx)(grid)
-        peaks, _ = find_peaks(density)
-        top = sorted(peaks[np.argsort(density[peaks])[-2:]])
-        modes = [float(10 ** grid[i]) for i in top]
+        peaks, _ = find_peaks(density, height=0.01 * density.max())
+        modes = [float(10 ** grid[i]) for i in peaks]
     return Bimodality(float(dip), float(p), bool(p < alpha), modes)
 
 

@@ -1,8 +1,12 @@
 """Black-box capacity (Andreolini et al.): step the load up, measure the 90th
 percentile of the response time at each step, and take the knee of that curve as the
 capacity. The knee is found by Kneedle (Satopää et al., 2011, via the `kneed`
-package): on the curve scaled to the unit square, the point farthest above the chord
-from the first to the last step — where the curve turns from flat to steep."""
+package): on the curve scaled to the unit square, a point farthest above the chord
+from the first to the last step — where the curve turns from flat to steep. A curve
+past its capacity may turn again (time-outs, TCP retransmissions pile up) and Kneedle
+would take the sharper, later turn; given the throughput, the curve is therefore cut
+at 1.5 × the first load whose throughput is within 2% of the highest — all later turns
+happen where the throughput no longer grows."""
 
 from __future__ import annotations
 
@@ -28,10 +32,15 @@ class Knee:
     method: str = "kneedle (convex, increasing)"
 
 
-def find_knee(load, value, sensitivity: float = 1.0) -> Knee:
+def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
     """The knee of an increasing, convex curve value(load) (e.g. p90 response time
-    against clients). Points whose value is missing (nothing completed) are left out."""
+    against clients), within the range the throughput says holds the capacity (see
+    above). Points whose value is missing (nothing completed) are left out."""
     d = pd.DataFrame({"x": np.asarray(load, float), "y": np.asarray(value, float)}).dropna().sort_values("x")
+    if throughput is not None:
+        t = pd.Series(np.asarray(throughput, float), index=np.asarray(load, float)).sort_index()
+        flat = t.index[t >= 0.98 * t.max()][0]
+        d = d[d.x <= 1.5 * flat]
     if d.x.nunique() < 3:
         raise InputError(f"a knee needs at least 3 distinct loads with a measured value (got {d.x.nunique()})")
     k = KneeLocator(d.x, d.y, curve="convex", direction="increasing", S=sensitivity)
@@ -56,22 +65,54 @@ def _point(trace: Trace) -> dict:
             "bottleneck": f"{b.tier}.{b.resource}" if b else None, "saturated": bool(b and b.saturated)}
 
 
-def ramp(model, loads, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp") -> tuple[pd.DataFrame, Knee]:
-    """Run the model at every load (and seed) in parallel; the per-load means and the
-    knee of the p90 curve."""
-    model = load_model(model)
+def _runs(model: LoadedModel, loads, seeds) -> tuple[list[tuple], list[Run]]:
     path = load_path(model)
-    loads = sorted(loads)
     if any(x <= 0 for x in loads):
-        raise InputError(f"loads must be positive ({path}); got {loads}")
+        raise InputError(f"loads must be positive ({path}); got {list(loads)}")
     keys = [(x, s) for x in loads for s in seeds]
-    runs = [Run({path: int(x) if path.endswith("clients") else float(x)}, s) for x, s in keys]
-    points = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
-    df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, points)])
+    return keys, [Run({path: int(x) if path.endswith("clients") else float(x)}, s) for x, s in keys]
+
+
+def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 12, workers=None, scheduler=None) -> float:
+    """An upper end for a ramp that holds the knee: double the load from `start` until
+    it is well past the knee — the p90 is `blowup` times its value at `start` (the
+    queue builds), or doubling the load raised the throughput by less than a quarter
+    (it has flattened; with timeouts the p90 may stop growing first). Raises if
+    neither happens within `steps` doublings."""
+    model = load_model(model)
+    first = last = None
+    for k in range(steps):
+        load = start * 2**k
+        keys, runs = _runs(model, [load], seeds)
+        here = pd.DataFrame(sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=None))
+        p90, throughput = pd.to_numeric(here.p90).mean(), here.throughput.mean()
+        first = first if first is not None else p90
+        if k > 0 and (p90 >= blowup * first or throughput < 1.25 * last):
+            return load
+        last = throughput
+    raise InputError(f"between load {start:g} and {load:g} the p90 response time never grew {blowup:g}× and the "
+                     f"throughput kept growing: no knee in reach; give the loads to ramp explicitly")
+
+
+def ramp(model, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp",
+         start: float = 1.0, points: int = 20) -> tuple[pd.DataFrame, Knee]:
+    """Run the model at every load (and seed) in parallel; the per-load means and the
+    knee of the p90 curve. Without loads: `points` evenly spaced steps up to the
+    load `bracket` finds from `start`."""
+    model = load_model(model)
+    if loads is None:
+        top = bracket(model, start, seeds, workers=workers, scheduler=scheduler)
+        loads = np.linspace(top / points, top, points)
+        if load_path(model).endswith("clients"):
+            loads = np.unique(np.maximum(1, np.round(loads)))
+    loads = sorted(loads)
+    keys, runs = _runs(model, loads, seeds)
+    measured = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
+    df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, measured)])
     table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted", "saturated"]].mean()
     # The resource named most often over the seeds.
     table["bottleneck"] = df.groupby("load")["bottleneck"].agg(lambda b: b.mode().iloc[0] if b.notna().any() else None).to_numpy()
-    return table, find_knee(table.load, table.p90)
+    return table, find_knee(table.load, table.p90, table.throughput)
 
 
 def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float | None:

@@ -318,7 +318,7 @@ impl Sim {
             Ev::SessionArrival { epoch } => self.session_arrival(epoch),
             Ev::BurstSwitch => self.burst_switch(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
-            Ev::Send { session } => self.send(session),
+            Ev::Send { session, epoch } => self.send(session, epoch),
             Ev::Resume { req } => self.advance(req),
             Ev::StationDone {
                 server,

@@ -17,7 +17,7 @@ pub enum Ev {
     /// A server's garbage-collection pause ends.
     GcEnd { server: u32 },
     /// A session's think time is over: send its next request.
-    Send { session: u32 },
+    Send { session: u32, epoch: u32 },
     /// A request blocked on a timer or a granted pool resumes its program.
     Resume { req: u32 },
     /// A CPU's next completion, valid while its epoch is unchanged.

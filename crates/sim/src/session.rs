@@ -20,8 +20,10 @@ struct Session {
     requests: u64,
     limit: u64,
     deadline: f64,
-    /// The request type to send when the think time ends.
+    /// The request type to send when the think time ends, and when that is (None: not
+    /// thinking).
     pending: usize,
+    wakes: Option<f64>,
     /// Multiplies the CPU work of the session's requests.
     weight: f64,
     /// Per tier: the server (tier-local) that served the session last — its home, which
@@ -33,7 +35,7 @@ struct Session {
 pub struct Sessions {
     tiers: usize,
     /// Burst modulation: the current phase, and the epoch that invalidates an arrival
-    /// scheduled at the previous phase's rate.
+    /// or a think time's end scheduled at the previous phase's rate.
     phase: usize,
     epoch: u32,
     slots: Vec<Session>,
@@ -155,13 +157,25 @@ impl Sim {
     }
 
     /// The phase changes; an open population's next arrival is redrawn at the new
-    /// rate (memoryless, so this is exact).
+    /// rate (memoryless, so this is exact). Think times run on a clock that goes at the
+    /// phase's rate factor, so what is left of each is rescaled — exact for exponential
+    /// think times, and no client sits out a burst in a think drawn before it.
     pub(crate) fn burst_switch(&mut self) {
+        let before = self.burst_factor();
         self.sessions.phase ^= 1;
+        self.sessions.epoch += 1;
         self.schedule_burst_switch();
-        if matches!(self.m.workload.population, Population::Open { .. }) {
-            self.sessions.epoch += 1;
-            self.schedule_arrival();
+        match self.m.workload.population {
+            Population::Open { .. } => self.schedule_arrival(),
+            Population::Closed { .. } => {
+                let (now, scale, epoch) = (self.now, before / self.burst_factor(), self.sessions.epoch);
+                for (slot, sess) in self.sessions.slots.iter_mut().enumerate() {
+                    if let Some(t) = sess.wakes.as_mut() {
+                        *t = now + (*t - now) * scale;
+                        self.events.push(*t, Ev::Send { session: slot as u32, epoch });
+                    }
+                }
+            }
         }
     }
 
@@ -195,11 +209,17 @@ impl Sim {
 
     fn schedule_send(&mut self, slot: u32) {
         let think = self.m.workload.think.sample(self.rng.get(Stream::Think)) / self.burst_factor();
-        self.events
-            .push(self.now + think, Ev::Send { session: slot });
+        let wakes = self.now + think;
+        self.sessions.slots[slot as usize].wakes = Some(wakes);
+        let epoch = self.sessions.epoch;
+        self.events.push(wakes, Ev::Send { session: slot, epoch });
     }
 
-    pub(crate) fn send(&mut self, slot: u32) {
+    pub(crate) fn send(&mut self, slot: u32, epoch: u32) {
+        if epoch != self.sessions.epoch {
+            return; // rescheduled at a phase switch
+        }
+        self.sessions.slots[slot as usize].wakes = None;
         let ty = self.sessions.slots[slot as usize].pending;
         self.start_request(slot, ty);
     }
@@ -244,6 +264,7 @@ impl Sim {
             limit,
             deadline,
             pending: 0,
+            wakes: None,
         };
         sess.history.clear();
         let first = match w.chain.roles[start] {
