@@ -1,0 +1,242 @@
+"""Wang et al., "Response time fluctuations in n-tier systems" (RUBBoS browse-only,
+1/2/1/2 topology) on examples/rubbos_3tier.yaml, the C-JDBC server the bottleneck:
+
+1. Bi-modal response times near 90% bottleneck utilization (their Figs. 2–3): 5,200
+   clients at burstiness I = 1, 100, 400, 1000 — mean, p95, p98, Hartigan's dip test
+   and the modes; 100 ms against 10 s series (their Fig. 4).
+2. The threshold workload beyond which more than 1% of requests see a TCP
+   retransmission, per I (their Table 1), with the bottleneck's CPU there.
+3. Top-down amplification (their Table 4): the request rate per 100 ms at each tier
+   at 3,000 clients — mean, standard deviation, coefficient of variation.
+4. Stabilizers: cross-tier priority at the Tomcat connection pool (their Fig. 10),
+   and a lower DB-connection limit per servlet (their Fig. 11).
+
+Bursty load is a two-state MMPP on the think times (tierlab.burst): bursts take 30% of
+the time at 1.5× the calm rate (1.3× the mean), their length set by I.
+
+    python studies/wang.py            # the full study
+    python studies/wang.py --quick    # coarser ramps, one seed, shorter runs
+
+Writes studies/results/wang[_quick]/: bimodal.csv, thresholds.csv, threshold_ramps.csv,
+amplification.csv, stabilizers.csv, *.png and result.json (also printed last)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
+
+from tierlab import load_model  # noqa: E402
+from tierlab.fluctuations import bimodality, rate, residence  # noqa: E402
+from tierlab.ramp import retransmission_threshold  # noqa: E402
+from tierlab.sweep import Run, sweep  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "rubbos_3tier.yaml"
+BURSTS = [1, 100, 400, 1000]
+STABILIZED = 5600
+# The paper's figures.
+PAPER_MEAN_RT = {1: 0.068, 100: 0.189, 400: 0.439, 1000: 0.776}  # Fig. 2, WL 5200
+PAPER_THRESHOLD = {1: (5000, 0.881), 100: (4800, 0.863), 400: (4400, 0.804), 1000: (3800, 0.746)}  # Table 1
+PAPER_RATE = {"web": (42.88, 6.71, 0.16), "app": (41.12, 6.53, 0.16), "db": (397.40, 77.70, 0.20)}  # Table 4, per 0.1 s
+
+
+def burst(i: float) -> dict | None:
+    return None if i == 1 else {"dispersion": float(i), "burst_share": 0.3, "ratio": 1.5}
+
+
+def _cov(x: pd.Series) -> float:
+    return float(x.std(ddof=0) / x.mean())
+
+
+# ---- what each run keeps (module level: sent to the workers) ----------------------------
+
+
+def measure(trace) -> dict:
+    s, r = trace.summary, trace.requests
+    ok = r[r.status == "ok"]
+    b = bimodality(ok.response_time)
+    sv = s["tiers"]["cjdbc"]["servers"][0]
+    web_rt = residence(trace, "web", 0.1)
+    light = ok[ok.type != "story"].response_time.mean()
+    return {"throughput": s["throughput"], "mean": s["response_time"]["mean"], "p95": s["response_time"]["p95"],
+            "p98": s["response_time"]["p98"], "retransmitted": float((r.retransmissions > 0).mean()),
+            "failed": int((r.status != "ok").sum()), "bottleneck_cpu": sv["stations"]["cpu"]["utilization"],
+            "gc_time": sv["gc"]["pause_time"], "dip": b.dip, "dip_p": b.p_value, "bimodal": b.bimodal,
+            "modes": b.modes, "web_rt_cov_100ms": _cov(web_rt), "web_rt_max_100ms": float(web_rt.max()),
+            "light_mean": float(light), "heavy_mean": float(ok[ok.type == "story"].response_time.mean()),
+            "app_concurrency_cov_100ms": _cov(trace.series("app", "concurrency").sum(axis=1)),
+            "cjdbc_concurrency_mean": float(trace.series("cjdbc", "concurrency")[0].mean())}
+
+
+def rates(trace) -> dict:
+    out = {}
+    for tier in ("web", "app", "cjdbc", "db"):
+        per_window = rate(trace, tier, 0.1) * 0.1
+        out[tier] = (float(per_window.mean()), float(per_window.std(ddof=0)), _cov(per_window))
+    return out
+
+
+def series(trace) -> dict:
+    """Response time and web concurrency at 100 ms and 10 s (the paper's Fig. 4)."""
+    out = {}
+    for every in (0.1, 10.0):
+        rt = residence(trace, "web", every)
+        conc = trace.series("web", "concurrency")[0]
+        conc = conc[conc.index >= trace.summary["warmup"]]
+        out[every] = {"t": rt.index.tolist(), "rt": rt.tolist(),
+                      "concurrency": conc.groupby((conc.index // every) * every).mean().reindex(rt.index).tolist()}
+    out["response_times"] = trace.requests.response_time.to_numpy()
+    return out
+
+
+# ---- model variants -------------------------------------------------------------------
+
+
+def shared_pool(queue: str, size: int) -> dict:
+    """The CTP variant: one connection pool per Tomcat shared by every servlet, FIFO or
+    priority-ordered by request class (light before heavy)."""
+    text = re.sub(r"conn_(story_list|story|search|light)\b", "db", MODEL.read_text())
+    model = yaml.safe_load(text)
+    model["tiers"]["app"]["pools"] = {"threads": model["tiers"]["app"]["pools"]["threads"],
+                                      "db": {"kind": "connections", "size": size, "timeout": 30, "queue": queue}}
+    return model
+
+
+def per_servlet(size: int) -> dict:
+    return {f"tiers.app.pools.conn_{c}.size": size for c in ("story_list", "story", "search", "light")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
+    a = ap.parse_args()
+    out = ROOT / "studies" / "results" / ("wang_quick" if a.quick else "wang")
+    out.mkdir(parents=True, exist_ok=True)
+    duration = 300.0 if a.quick else 600.0  # the paper's runs: 10 minutes
+    seeds = (1,) if a.quick else (1, 2, 3)
+    model = load_model(MODEL).with_run(duration=duration, warmup=60.0)
+    go = dict(scheduler=a.scheduler)
+
+    # 1. Bi-modality at 5,200 clients.
+    runs = [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, s) for i in BURSTS for s in seeds]
+    got = sweep(model, runs, measure, progress="bimodal", **go)
+    bimodal = pd.DataFrame([{"I": i, "seed": s, **m} for (i, s), m in zip([(i, s) for i in BURSTS for s in seeds], got)])
+    bimodal["paper_mean"] = bimodal.I.map(PAPER_MEAN_RT)
+    bimodal.to_csv(out / "bimodal.csv", index=False)
+    shown = sweep(model, [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, 1) for i in BURSTS],
+                  series, progress="series", **go)
+    _plot_distributions(dict(zip(BURSTS, shown)), out / "distributions.png")
+    _plot_series(shown[0], out / "fine_vs_coarse.png")
+
+    # 2. Threshold workload per burstiness.
+    loads = list(range(3400, 5401, 400 if a.quick else 200))
+    keys = [(i, wl, s) for i in BURSTS for wl in loads for s in seeds]
+    got = sweep(model, [Run({"workload.population.clients": wl, "workload.burstiness": burst(i)}, s) for i, wl, s in keys],
+                measure, progress="thresholds", **go)
+    ramps = pd.DataFrame([{"I": i, "load": wl, "seed": s, **m} for (i, wl, s), m in zip(keys, got)]).drop(columns="modes")
+    ramps.to_csv(out / "threshold_ramps.csv", index=False)
+    per_load = ramps.groupby(["I", "load"], as_index=False)[["retransmitted", "bottleneck_cpu", "p98"]].mean()
+    thresholds = []
+    for i, g in per_load.groupby("I"):
+        wl = retransmission_threshold(g)
+        cpu = float(g.set_index("load").bottleneck_cpu[wl]) if wl is not None else None
+        thresholds.append({"I": i, "threshold": wl, "bottleneck_cpu": cpu, "paper_threshold": PAPER_THRESHOLD[i][0],
+                           "paper_bottleneck_cpu": PAPER_THRESHOLD[i][1]})
+    thresholds = pd.DataFrame(thresholds)
+    thresholds.to_csv(out / "thresholds.csv", index=False)
+
+    # 3. Request-rate amplification at 3,000 clients (I = 1).
+    got = sweep(model, [Run({"workload.population.clients": 3000}, s) for s in seeds], rates, progress="amplification", **go)
+    amplification = pd.DataFrame([{"tier": t, "mean": np.mean([g[t][0] for g in got]), "sd": np.mean([g[t][1] for g in got]),
+                                   "cov": np.mean([g[t][2] for g in got]),
+                                   "paper_mean": PAPER_RATE.get(t, (None,) * 3)[0], "paper_cov": PAPER_RATE.get(t, (None,) * 3)[2]}
+                                  for t in ("web", "app", "cjdbc", "db")])
+    amplification.to_csv(out / "amplification.csv", index=False)
+
+    # 4. Stabilizers at 5,600 clients (the paper's Fig. 11; Fig. 10 used 5,800), I = 1:
+    # CTP at a shared pool; connections per servlet.
+    cases = {"shared pool, FIFO": (load_model(shared_pool("fifo", 8), base_dir=MODEL.parent), {}),
+             "shared pool, CTP": (load_model(shared_pool("priority", 8), base_dir=MODEL.parent), {}),
+             "DBconn24": (model, per_servlet(24)), "DBconn12": (model, per_servlet(12)), "DBconn2": (model, per_servlet(2))}
+    rows, traces = [], {}
+    for name, (m, changes) in cases.items():
+        m = m.with_run(duration=duration, warmup=60.0)
+        got = sweep(m, [Run({**changes, "workload.population.clients": STABILIZED}, s) for s in seeds], measure, progress=name, **go)
+        rows += [{"case": name, "seed": s, **g} for s, g in zip(seeds, got)]
+        traces[name] = sweep(m, [Run({**changes, "workload.population.clients": STABILIZED}, 1)], series, progress=None, **go)[0]
+    stabilizers = pd.DataFrame(rows).drop(columns="modes")
+    stabilizers.to_csv(out / "stabilizers.csv", index=False)
+    _plot_stabilizers(traces, out / "stabilizers.png")
+
+    mean = bimodal.groupby("I")[["mean", "p95", "p98", "retransmitted", "bottleneck_cpu", "dip_p"]].mean()
+    stab = stabilizers.groupby("case", sort=False)[["throughput", "mean", "p98", "retransmitted", "web_rt_cov_100ms",
+                                                     "web_rt_max_100ms", "light_mean", "heavy_mean", "gc_time",
+                                                     "cjdbc_concurrency_mean"]].mean()
+    result = {
+        "bimodal_at_5200": {int(i): {**mean.loc[i].round(4).to_dict(), "bimodal_in_all_seeds": bool(bimodal[bimodal.I == i].bimodal.all()),
+                                     "modes_seed1": [round(x, 3) for x in bimodal[(bimodal.I == i) & (bimodal.seed == seeds[0])].modes.iloc[0]],
+                                     "paper_mean": PAPER_MEAN_RT[i]} for i in BURSTS},
+        "thresholds": thresholds.to_dict(orient="records"),
+        "threshold_decreases_with_I": bool(thresholds.threshold.dropna().is_monotonic_decreasing),
+        "rate_cov_per_tier": amplification.set_index("tier")["cov"].round(3).to_dict(),
+        "paper_rate_cov": {t: v[2] for t, v in PAPER_RATE.items()},
+        "queries_per_page": float(amplification.set_index("tier")["mean"]["db"] / amplification.set_index("tier")["mean"]["web"]),
+        "paper_queries_per_page": 9.3,
+        "stabilizers": stab.round(4).to_dict(orient="index"),
+    }
+    (out / "result.json").write_text(json.dumps(result, indent=1, default=float))
+    print(json.dumps(result, default=float))
+
+
+# ---- figures --------------------------------------------------------------------------
+
+
+def _plot_distributions(shown: dict, path: Path) -> None:
+    fig, axes = plt.subplots(1, len(shown), figsize=(12, 3), sharey=True)
+    bins = np.logspace(-3, 2, 60)
+    for ax, (i, s) in zip(axes, shown.items()):
+        ax.hist(s["response_times"], bins=bins)
+        ax.set(xscale="log", yscale="log", title=f"I = {i}", xlabel="response time (s)")
+    axes[0].set_ylabel("requests")
+    fig.suptitle("Response-time distribution at 5,200 clients (the paper's Fig. 2)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plot_series(s: dict, path: Path) -> None:
+    fig, axes = plt.subplots(2, 2, figsize=(11, 5), sharex=True)
+    for col, every in enumerate((0.1, 10.0)):
+        axes[0, col].plot(s[every]["t"], s[every]["rt"], lw=0.5)
+        axes[0, col].set(title=f"web tier, {every:g} s windows", ylabel="response time (s)")
+        axes[1, col].plot(s[every]["t"], s[every]["concurrency"], lw=0.5)
+        axes[1, col].axhline(178, ls=":", color="grey")
+        axes[1, col].set(ylabel="concurrent requests", xlabel="time (s)")
+    fig.suptitle("5,200 clients, I = 1: what 10 s averages hide (the paper's Fig. 4); dotted: 50 threads + 128 backlog")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plot_stabilizers(traces: dict, path: Path) -> None:
+    fig, axes = plt.subplots(len(traces), 1, figsize=(10, 2 * len(traces)), sharex=True, sharey=True)
+    for ax, (name, s) in zip(axes, traces.items()):
+        ax.plot(s[0.1]["t"], s[0.1]["rt"], lw=0.5)
+        ax.set_ylabel(name, fontsize=8)
+    axes[-1].set_xlabel("time (s)")
+    fig.suptitle(f"Web-tier response time per 100 ms at {STABILIZED:,} clients (the paper's Figs. 10–11)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+if __name__ == "__main__":
+    main()
