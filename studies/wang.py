@@ -36,9 +36,10 @@ import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
-from tierlab.fluctuations import bimodality, rate, residence  # noqa: E402
+from tierlab.fluctuations import bimodality, cov, rate, residence  # noqa: E402
 from tierlab.ramp import retransmission_threshold  # noqa: E402
 from tierlab.sweep import Run, sweep  # noqa: E402
+from tierlab.trace import window_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "rubbos_3tier.yaml"
@@ -52,10 +53,6 @@ PAPER_RATE = {"web": (42.88, 6.71, 0.16), "app": (41.12, 6.53, 0.16), "db": (397
 
 def burst(i: float) -> dict | None:
     return None if i == 1 else {"dispersion": float(i), "burst_share": 0.3, "ratio": 1.5}
-
-
-def _cov(x: pd.Series) -> float:
-    return float(x.std(ddof=0) / x.mean())
 
 
 # ---- what each run keeps (module level: sent to the workers) ----------------------------
@@ -72,9 +69,9 @@ def measure(trace) -> dict:
             "p98": s["response_time"]["p98"], "retransmitted": float((r.retransmissions > 0).mean()),
             "failed": int((r.status != "ok").sum()), "bottleneck_cpu": sv["stations"]["cpu"]["utilization"],
             "gc_time": sv["gc"]["pause_time"], "dip": b.dip, "dip_p": b.p_value, "bimodal": b.bimodal,
-            "modes": b.modes, "web_rt_cov_100ms": _cov(web_rt), "web_rt_max_100ms": float(web_rt.max()),
+            "modes": b.modes, "web_rt_cov_100ms": cov(web_rt), "web_rt_max_100ms": float(web_rt.max()),
             "light_mean": float(light), "heavy_mean": float(ok[ok.type == "story"].response_time.mean()),
-            "app_concurrency_cov_100ms": _cov(trace.series("app", "concurrency").sum(axis=1)),
+            "app_concurrency_cov_100ms": cov(trace.series("app", "concurrency").sum(axis=1)),
             "cjdbc_concurrency_mean": float(trace.series("cjdbc", "concurrency")[0].mean())}
 
 
@@ -82,7 +79,7 @@ def rates(trace) -> dict:
     out = {}
     for tier in ("web", "app", "cjdbc", "db"):
         per_window = rate(trace, tier, 0.1) * 0.1
-        out[tier] = (float(per_window.mean()), float(per_window.std(ddof=0)), _cov(per_window))
+        out[tier] = (float(per_window.mean()), float(per_window.std(ddof=0)), cov(per_window))
     return out
 
 
@@ -94,7 +91,7 @@ def series(trace) -> dict:
         conc = trace.series("web", "concurrency")[0]
         conc = conc[conc.index >= trace.summary["warmup"]]
         out[every] = {"t": rt.index.tolist(), "rt": rt.tolist(),
-                      "concurrency": conc.groupby((conc.index // every) * every).mean().reindex(rt.index).tolist()}
+                      "concurrency": conc.groupby(window_of(conc.index, every)).mean().reindex(rt.index).tolist()}
     out["response_times"] = trace.requests.response_time.to_numpy()
     return out
 

@@ -72,7 +72,8 @@ def residence(trace: Trace, tier: str, every: float) -> pd.Series:
     return rt.groupby(window_of(rt.index, every)).mean()
 
 
-def _cov(x: pd.Series) -> float:
+def cov(x: pd.Series) -> float:
+    """Coefficient of variation (population standard deviation / mean) of the non-missing values."""
     x = x.dropna()
     return float(x.std(ddof=0) / x.mean()) if len(x) and x.mean() > 0 else float("nan")
 
@@ -83,8 +84,8 @@ def tiers(trace: Trace, fine: float = 0.1, coarse: float = 10.0) -> pd.DataFrame
     rows = []
     for name, t in sorted(trace.summary["tiers"].items(), key=lambda kv: kv[1]["position"]):
         rt = residence(trace, name, fine)
-        rows.append({"tier": name, "rate": rate(trace, name, coarse).mean(), f"rate_cov_{fine:g}s": _cov(rate(trace, name, fine)),
-                     f"rate_cov_{coarse:g}s": _cov(rate(trace, name, coarse)), "response_time_cov": _cov(rt)})
+        rows.append({"tier": name, "rate": rate(trace, name, coarse).mean(), f"rate_cov_{fine:g}s": cov(rate(trace, name, fine)),
+                     f"rate_cov_{coarse:g}s": cov(rate(trace, name, coarse)), "response_time_cov": cov(rt)})
     return pd.DataFrame(rows)
 
 
