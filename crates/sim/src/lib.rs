@@ -17,6 +17,7 @@ mod session;
 mod station;
 pub mod stats;
 mod timeavg;
+pub mod walk;
 
 pub use engine::Sim;
 

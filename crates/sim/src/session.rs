@@ -6,20 +6,14 @@ use serde_json::{json, Value};
 
 use crate::engine::Sim;
 use crate::events::Ev;
-use crate::model::{Population, SessionEnd, StateRole, Workload};
+use crate::model::{Population, Workload};
 use crate::rng::Stream;
-
-/// Pages kept for BACK; older ones are forgotten.
-const HISTORY: usize = 64;
+use crate::walk::{Navigator, Walk};
 
 #[derive(Default)]
 struct Session {
     id: u64,
-    state: usize,
-    history: Vec<usize>,
-    requests: u64,
-    limit: u64,
-    deadline: f64,
+    walk: Walk,
     /// The request type to send when the think time ends, and when that is (None: not
     /// thinking).
     pending: usize,
@@ -41,8 +35,7 @@ pub struct Sessions {
     slots: Vec<Session>,
     free: Vec<u32>,
     next_id: u64,
-    /// Cumulative transition probabilities, row = from.
-    cumulative: Vec<Vec<f64>>,
+    navigator: Navigator,
     measuring: bool,
     started: u64,
     completed: u64,
@@ -51,20 +44,6 @@ pub struct Sessions {
 
 impl Sessions {
     pub fn new(w: &Workload, tiers: usize) -> Self {
-        let cumulative = w
-            .chain
-            .matrix
-            .iter()
-            .map(|row| {
-                let mut acc = 0.0;
-                row.iter()
-                    .map(|p| {
-                        acc += p;
-                        acc
-                    })
-                    .collect()
-            })
-            .collect();
         Sessions {
             tiers,
             phase: 0,
@@ -72,7 +51,7 @@ impl Sessions {
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,
-            cumulative,
+            navigator: Navigator::new(w),
             measuring: false,
             started: 0,
             completed: 0,
@@ -235,46 +214,15 @@ impl Sim {
         if s.measuring {
             s.started += 1;
         }
-        let w = &self.m.workload;
-        let (limit, deadline) = match &w.end {
-            SessionEnd::Chain => (u64::MAX, f64::INFINITY),
-            SessionEnd::AfterRequests { count } => (
-                count.sample(self.rng.get(Stream::Session)).round().max(1.0) as u64,
-                f64::INFINITY,
-            ),
-            SessionEnd::AfterTime { duration, .. } => (
-                u64::MAX,
-                self.now + duration.sample(self.rng.get(Stream::Session)),
-            ),
-        };
-        let weight = w.weight.sample(self.rng.get(Stream::Session));
-        let start = w.chain.start;
-        let sess = &mut self.sessions.slots[slot as usize];
-        let history = std::mem::take(&mut sess.history);
-        let mut homes = std::mem::take(&mut sess.homes);
-        homes.clear();
-        homes.resize(self.sessions.tiers, (None, None));
-        *sess = Session {
-            weight,
-            homes,
-            id: self.sessions.next_id,
-            state: start,
-            history,
-            requests: 0,
-            limit,
-            deadline,
-            pending: 0,
-            wakes: None,
-        };
-        sess.history.clear();
-        let first = match w.chain.roles[start] {
-            StateRole::Request(ty) => {
-                sess.history.push(start);
-                Some(ty)
-            }
-            _ => self.navigate(slot),
-        };
-        match first {
+        let (w, now) = (&self.m.workload, self.now);
+        let sess = &mut s.slots[slot as usize];
+        sess.id = s.next_id;
+        sess.wakes = None;
+        s.navigator.begin(w, &mut sess.walk, self.rng.get(Stream::Session), now);
+        sess.weight = w.weight.sample(self.rng.get(Stream::Session));
+        sess.homes.clear();
+        sess.homes.resize(s.tiers, (None, None));
+        match s.navigator.first(w, &mut sess.walk, self.rng.get(Stream::Navigation), now) {
             Some(ty) => Some((slot, ty)),
             None => {
                 self.end_session(slot);
@@ -285,16 +233,12 @@ impl Sim {
 
     /// A request of the session finished (any status): choose what comes next.
     pub(crate) fn request_done(&mut self, slot: u32) {
-        let sess = &mut self.sessions.slots[slot as usize];
-        sess.requests += 1;
-        let next = if sess.requests >= sess.limit {
-            None
-        } else {
-            self.navigate(slot)
-        };
-        match next {
+        let s = &mut self.sessions;
+        let sess = &mut s.slots[slot as usize];
+        let rng = self.rng.get(Stream::Navigation);
+        match s.navigator.next(&self.m.workload, &mut sess.walk, rng, self.now) {
             Some(ty) => {
-                self.sessions.slots[slot as usize].pending = ty;
+                sess.pending = ty;
                 self.schedule_send(slot);
             }
             None => self.end_session(slot),
@@ -305,57 +249,11 @@ impl Sim {
         let s = &mut self.sessions;
         if s.measuring {
             s.completed += 1;
-            s.requests_of_completed += s.slots[slot as usize].requests;
+            s.requests_of_completed += s.slots[slot as usize].walk.requests;
         }
         s.free.push(slot);
         if matches!(self.m.workload.population, Population::Closed { .. }) {
             self.new_session_after_think();
         }
-    }
-
-    /// Walk the chain from the session's current state to its next page; None = the
-    /// session ends (End state, BACK with no history, or the session-time rule).
-    fn navigate(&mut self, slot: u32) -> Option<usize> {
-        let chain = &self.m.workload.chain;
-        let at_state = match self.m.workload.end {
-            SessionEnd::AfterTime { at_state, .. } => at_state,
-            _ => None,
-        };
-        let now = self.now;
-        let rng = self.rng.get(Stream::Navigation);
-        let sess = &mut self.sessions.slots[slot as usize];
-        // Bounded: a chain of Entry states that never reaches a page ends the session.
-        for _ in 0..1000 {
-            let row = &self.sessions.cumulative[sess.state];
-            let u = rng.random::<f64>() * row[row.len() - 1];
-            let to = row.partition_point(|c| *c <= u).min(row.len() - 1);
-            let page = match chain.roles[to] {
-                StateRole::End => return None,
-                StateRole::Entry => {
-                    sess.state = to;
-                    continue;
-                }
-                StateRole::Back => {
-                    sess.history.pop();
-                    *sess.history.last()?
-                }
-                StateRole::Request(_) => {
-                    if sess.history.len() == HISTORY {
-                        sess.history.remove(0);
-                    }
-                    sess.history.push(to);
-                    to
-                }
-            };
-            if now >= sess.deadline && at_state.is_none_or(|s| s == page) {
-                return None;
-            }
-            sess.state = page;
-            let StateRole::Request(ty) = chain.roles[page] else {
-                unreachable!("history holds pages only")
-            };
-            return Some(ty);
-        }
-        None
     }
 }
