@@ -97,3 +97,26 @@ def timeseries_frame(window_start: np.ndarray, values: np.ndarray, tier: list, s
         "metric": cat(metric),
         "value": values.ravel(),
     })
+
+
+def from_core(out: dict, model: str, window: float, source: str) -> Trace:
+    """The trace of a run of the Rust core (`_core.simulate` or `_core.load`)."""
+    summary = json.loads(out["summary"])
+    summary.update(model=model, window=window, schema_version=SCHEMA_VERSION, source=source)
+    s = out["series"]
+    ts = timeseries_frame(s["window_start"], s["values"], s["tier"], s["server"], s["resource"], s["metric"])
+    requests = None
+    if out["records"] is not None:
+        r = dict(out["records"])
+        front = {
+            "id": r.pop("id"),
+            "session": r.pop("session"),
+            "type": pd.Categorical.from_codes(r.pop("type").astype(np.int32), out["type_names"]),
+            "status": pd.Categorical.from_codes(r.pop("status").astype(np.int8), out["status_names"]),
+            "start": r.pop("start"),
+            "end": r.pop("end"),
+        }
+        front["response_time"] = front["end"] - front["start"]
+        front["retransmissions"] = r.pop("retransmissions")
+        requests = pd.DataFrame({**front, **r})
+    return Trace(summary, ts, requests)

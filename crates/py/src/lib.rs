@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 use numpy::{IntoPyArray, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use sim::stats::{Output, PHASES, STATUS_NAMES};
 
 /// Run a simulation of an engine-JSON model. Returns a dict with `summary` (JSON text),
 /// `series`, `records` (or None), `type_names`, `status_names`, `tier_names` and `stopped_by` (the
 /// exception that stopped the run early — KeyboardInterrupt or one raised by
-/// `progress` — or None).
+/// `progress` — or None). `progress(fraction)` is called about every 0.1 s.
 #[pyfunction]
 #[pyo3(signature = (model_json, progress=None))]
 fn simulate<'py>(
@@ -22,18 +22,51 @@ fn simulate<'py>(
     model_json: &str,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    detached(py, progress, "the simulation engine", |tick| {
+        let mut last = Instant::now();
+        sim::simulate(model_json, |fraction| {
+            if fraction < 1.0 && last.elapsed() < Duration::from_millis(100) {
+                return true;
+            }
+            last = Instant::now();
+            tick(&[fraction])
+        })
+    })
+}
+
+/// Drive a live HTTP target with the load described by `config_json` (built by
+/// `tierlab.live.load`). Returns the same dict as `simulate`; `progress(fraction,
+/// finished, failed)` is called every 0.1 s.
+#[pyfunction]
+#[pyo3(signature = (config_json, progress=None))]
+fn load<'py>(
+    py: Python<'py>,
+    config_json: &str,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    detached(py, progress, "the load generator", |tick| {
+        loadgen::run(config_json, |p| {
+            tick(&[p.fraction, p.finished as f64, p.failed as f64])
+        })
+    })
+}
+
+/// Run `work` with the GIL released. Its `tick(args)` re-attaches to call
+/// `progress(*args)` and to notice Ctrl-C; false tells `work` to stop. A panic comes
+/// back as a Python exception rather than an abort.
+fn detached<'py>(
+    py: Python<'py>,
+    progress: Option<Py<PyAny>>,
+    what: &str,
+    work: impl FnOnce(&mut dyn FnMut(&[f64]) -> bool) -> Result<Output, String> + Send,
+) -> PyResult<Bound<'py, PyDict>> {
     let mut stopped_by: Option<PyErr> = None;
     let outcome = py.detach(|| {
         catch_unwind(AssertUnwindSafe(|| {
-            let mut last = Instant::now();
-            sim::simulate(model_json, |fraction| {
-                if fraction < 1.0 && last.elapsed() < Duration::from_millis(100) {
-                    return true;
-                }
-                last = Instant::now();
+            work(&mut |args| {
                 Python::attach(|py| {
                     let checked = py.check_signals().and_then(|_| match &progress {
-                        Some(cb) => cb.call1(py, (fraction,)).map(drop),
+                        Some(cb) => cb.call1(py, PyTuple::new(py, args)?).map(drop),
                         None => Ok(()),
                     });
                     checked.map_err(|e| stopped_by = Some(e)).is_ok()
@@ -51,7 +84,7 @@ fn simulate<'py>(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             return Err(PyRuntimeError::new_err(format!(
-                "the simulation engine failed (a bug in tierlab, please report it): {msg}"
+                "{what} failed (a bug in tierlab, please report it): {msg}"
             )));
         }
     };
@@ -129,6 +162,7 @@ fn to_python<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
     Ok(())

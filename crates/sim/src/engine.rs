@@ -2,7 +2,7 @@
 //! stations, and requests executing their step programs tier by tier.
 
 use rand::RngExt;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Map};
 
 use crate::cluster::Cluster;
 use crate::dist::Dist;
@@ -983,25 +983,13 @@ impl Sim {
         let now = self.now;
         let span = (now - self.m.run.warmup).max(0.0);
         let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-        let status_json = |s: &TypeStats| -> Value {
-            STATUS_NAMES
-                .iter()
-                .zip(s.status)
-                .map(|(k, n)| (k.to_string(), json!(n)))
-                .collect::<Map<_, _>>()
-                .into()
-        };
-        let mut types = Map::new();
-        for (ty, s) in self.m.types.iter().zip(&self.per_type) {
-            types.insert(
-                ty.name.clone(),
-                json!({
-                    "requests": status_json(s),
-                    "throughput": per_s(s.status[0] as f64),
-                    "response_time": s.latency.to_json(),
-                }),
-            );
-        }
+        let types: Map<_, _> = self
+            .m
+            .types
+            .iter()
+            .zip(&self.per_type)
+            .map(|(ty, s)| (ty.name.clone(), s.to_json(per_s)))
+            .collect();
         let utilization =
             |busy: &mut TimeAvg| json!({ "utilization": per_s(busy.total_area(now)) });
         let mut tiers = Map::new();
@@ -1066,7 +1054,7 @@ impl Sim {
             "simulated_until": now,
             "interrupted": interrupted,
             "events": self.events_done,
-            "requests": status_json(&self.overall),
+            "requests": self.overall.status_json(),
             "in_flight_at_end": in_flight,
             "throughput": per_s(self.overall.status[0] as f64),
             "response_time": self.overall.latency.to_json(),

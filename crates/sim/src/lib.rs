@@ -12,7 +12,7 @@ mod events;
 pub mod model;
 mod pool;
 mod program;
-mod rng;
+pub mod rng;
 mod session;
 mod station;
 pub mod stats;

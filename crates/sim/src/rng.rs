@@ -29,8 +29,9 @@ impl Streams {
     }
 }
 
-/// SplitMix64 of (seed, stream): decorrelated seeds for the per-purpose generators.
-fn splitmix(seed: u64, stream: u64) -> u64 {
+/// SplitMix64 of (seed, stream): decorrelated seeds for the per-purpose generators
+/// (and for the load generator's per-client streams).
+pub fn splitmix(seed: u64, stream: u64) -> u64 {
     let mut z = seed
         ^ stream
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)

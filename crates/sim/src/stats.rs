@@ -81,6 +81,27 @@ pub struct TypeStats {
     pub status: [u64; 4],
 }
 
+impl TypeStats {
+    /// Counts by status name.
+    pub fn status_json(&self) -> Value {
+        STATUS_NAMES
+            .iter()
+            .zip(self.status)
+            .map(|(k, n)| (k.to_string(), json!(n)))
+            .collect::<serde_json::Map<_, _>>()
+            .into()
+    }
+
+    /// A request type's entry of `summary.types`; `per_s` turns a count into a rate.
+    pub fn to_json(&self, per_s: impl Fn(f64) -> f64) -> Value {
+        json!({
+            "requests": self.status_json(),
+            "throughput": per_s(self.status[Status::Ok as usize] as f64),
+            "response_time": self.latency.to_json(),
+        })
+    }
+}
+
 /// Identifies one column of the time series: a metric of a server or of one of its
 /// resources (`resource` empty for the server itself).
 #[derive(Debug, Clone)]

@@ -1,0 +1,275 @@
+//! Emulated users: sessions walking the model's chain with think times, as a closed
+//! population (N browsers, each starting a new session when one ends) or an open one
+//! (sessions arriving as a Poisson process), optionally modulated by bursts.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hyper::header::HeaderValue;
+use hyper::Method;
+use rand::RngExt;
+use rand_distr::{Distribution, Exp1};
+use sim::model::Population;
+use sim::rng::{splitmix, Stream, Streams};
+use sim::walk::{Navigator, Walk};
+use tokio::sync::watch;
+use tokio::time::{sleep_until, timeout, Instant};
+
+use crate::collect::{Collector, Done, Failure};
+use crate::config::{Config, Per};
+use crate::http::{method, Browser, Outgoing};
+
+/// What every task reads, and the counters the progress line shows.
+pub struct Shared {
+    pub cfg: Config,
+    nav: Navigator,
+    methods: Vec<Method>,
+    pub addr: SocketAddr,
+    host: HeaderValue,
+    pub t0: Instant,
+    end: Instant,
+    next_request: AtomicU64,
+    next_session: AtomicU64,
+    /// Requests sent after the warm-up (finished or not).
+    pub arrived: AtomicU64,
+    pub finished: AtomicU64,
+    pub failed: AtomicU64,
+    pub reconnects: AtomicU64,
+    pub collector: Mutex<Collector>,
+}
+
+impl Shared {
+    pub fn new(cfg: Config, addr: SocketAddr) -> Result<Self, String> {
+        let methods = cfg.requests.iter().map(|r| method(&r.method)).collect::<Result<_, _>>()?;
+        let host = HeaderValue::from_str(&cfg.target).map_err(|_| format!("bad target {:?}", cfg.target))?;
+        let collector = Collector::new(cfg.type_names.len(), cfg.warmup, cfg.window, cfg.records);
+        let t0 = Instant::now();
+        Ok(Shared {
+            nav: Navigator::new(&cfg.workload),
+            end: t0 + Duration::from_secs_f64(cfg.duration),
+            cfg,
+            methods,
+            addr,
+            host,
+            t0,
+            next_request: AtomicU64::new(0),
+            next_session: AtomicU64::new(0),
+            arrived: AtomicU64::new(0),
+            finished: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            reconnects: AtomicU64::new(0),
+            collector: Mutex::new(collector),
+        })
+    }
+
+    fn since_start(&self, t: Instant) -> f64 {
+        (t - self.t0).as_secs_f64()
+    }
+
+    /// The burst phase's rate multiplier (1 without modulation).
+    fn factor(&self, phase: usize) -> f64 {
+        self.cfg.workload.burst.as_ref().map_or(1.0, |b| b.factor[phase])
+    }
+}
+
+/// Spawn the population's tasks onto the current runtime.
+pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
+    let mut tasks = tokio::task::JoinSet::new();
+    let phase = bursts(sh, &mut tasks);
+    match sh.cfg.workload.population {
+        Population::Closed { clients } => {
+            for i in 0..clients {
+                let (sh, phase) = (sh.clone(), phase.clone());
+                tasks.spawn(async move {
+                    let mut rng = Streams::new(splitmix(sh.cfg.seed, i as u64));
+                    let mut browser = Browser::default();
+                    while session(&sh, &mut rng, &mut browser, phase.clone(), None).await {}
+                });
+            }
+        }
+        Population::Open { session_rate } => {
+            let sh = sh.clone();
+            let spawner = tasks.spawn(async move { arrivals(sh, session_rate, phase).await });
+            drop(spawner);
+        }
+    }
+    tasks
+}
+
+/// The burst phase as a watch channel, switched by its own task (MMPP: exponential
+/// sojourns, started in the stationary distribution). Without bursts, phase 0 forever.
+fn bursts(sh: &Arc<Shared>, tasks: &mut tokio::task::JoinSet<()>) -> watch::Receiver<usize> {
+    let Some(b) = &sh.cfg.workload.burst else {
+        return watch::channel(0).1;
+    };
+    let (leave, mut rng) = (b.leave, Streams::new(sh.cfg.seed));
+    let exp = |rng: &mut Streams| -> f64 { Exp1.sample(rng.get(Stream::Arrivals)) };
+    let u: f64 = rng.get(Stream::Arrivals).random();
+    let first = (u >= leave[1] / (leave[0] + leave[1])) as usize;
+    let (tx, rx) = watch::channel(first);
+    tasks.spawn(async move {
+        let mut phase = first;
+        loop {
+            tokio::time::sleep(Duration::from_secs_f64(exp(&mut rng) / leave[phase])).await;
+            phase ^= 1;
+            if tx.send(phase).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+/// Open population: sessions arrive as a Poisson process at the phase's rate; a phase
+/// switch redraws the pending gap (memoryless, so exact). The sessions are this task's
+/// children: aborting it aborts them.
+async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>) {
+    let mut rng = Streams::new(sh.cfg.seed);
+    let mut sessions = tokio::task::JoinSet::new();
+    let gap = |rng: &mut Streams, phase: usize| -> Duration {
+        let x: f64 = Exp1.sample(rng.get(Stream::Arrivals));
+        Duration::from_secs_f64(x / (rate * sh.factor(phase)))
+    };
+    let mut at = Instant::now() + gap(&mut rng, *phase.borrow());
+    let mut arrived = 0u64;
+    while at < sh.end {
+        tokio::select! {
+            _ = sleep_until(at) => {
+                let (child, child_phase) = (sh.clone(), phase.clone());
+                arrived += 1; // the n-th session draws from its own streams, whatever the timing
+                let seed = splitmix(sh.cfg.seed, (1 << 40) + arrived);
+                sessions.spawn(async move {
+                    let mut rng = Streams::new(seed);
+                    session(&child, &mut rng, &mut Browser::default(), child_phase, Some(at)).await;
+                });
+                at += gap(&mut rng, *phase.borrow());
+            }
+            Ok(()) = phase.changed() => at = Instant::now() + gap(&mut rng, *phase.borrow_and_update()),
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+        }
+    }
+    while sessions.join_next().await.is_some() {}
+}
+
+/// Think before the next request: the intended send time. Under bursts the think
+/// clock runs at the phase's rate, so a phase switch rescales what is left.
+async fn think(sh: &Shared, rng: &mut Streams, phase: &mut watch::Receiver<usize>) -> Instant {
+    let mut factor = sh.factor(*phase.borrow_and_update());
+    let draw = sh.cfg.workload.think.sample(rng.get(Stream::Think));
+    let mut wake = Instant::now() + Duration::from_secs_f64(draw / factor);
+    loop {
+        if wake <= Instant::now() {
+            return wake; // no think time (or already late): no timer round trip
+        }
+        tokio::select! {
+            _ = sleep_until(wake) => return wake,
+            Ok(()) = phase.changed() => {
+                let (now, before) = (Instant::now(), factor);
+                factor = sh.factor(*phase.borrow_and_update());
+                wake = now + (wake.saturating_duration_since(now)).mul_f64(before / factor);
+            }
+        }
+    }
+}
+
+/// Run one session; false once the run's time is up. `arrived`: the first request's
+/// send time (open population) — None to think first (closed population).
+async fn session(
+    sh: &Shared,
+    rng: &mut Streams,
+    browser: &mut Browser,
+    mut phase: watch::Receiver<usize>,
+    arrived: Option<Instant>,
+) -> bool {
+    let w = &sh.cfg.workload;
+    let sid = sh.next_session.fetch_add(1, Relaxed) + 1;
+    let mut walk = Walk::default();
+    let start = arrived.unwrap_or_else(Instant::now);
+    let now_s = sh.since_start(start);
+    sh.nav.begin(w, &mut walk, rng.get(Stream::Session), now_s);
+    browser.new_session();
+    let mut values: Vec<String> = sh
+        .cfg
+        .values
+        .iter()
+        .map(|v| if v.per == Per::Session { v.draw.sample(rng.get(Stream::Session)) } else { String::new() })
+        .collect();
+    sh.collector.lock().unwrap().session_started(now_s);
+    let mut next = sh.nav.first(w, &mut walk, rng.get(Stream::Navigation), now_s);
+    let mut send_at = arrived;
+    while let Some(ty) = next {
+        let intended = match send_at.take() {
+            Some(t) => t,
+            None => think(sh, rng, &mut phase).await,
+        };
+        if intended >= sh.end {
+            return false;
+        }
+        sleep_until(intended).await;
+        for (v, slot) in sh.cfg.values.iter().zip(values.iter_mut()) {
+            if v.per == Per::Request {
+                *slot = v.draw.sample(rng.get(Stream::Demand));
+            }
+        }
+        request(sh, browser, sid, ty, &values, intended).await;
+        next = sh.nav.next(w, &mut walk, rng.get(Stream::Navigation), sh.since_start(Instant::now()));
+    }
+    sh.collector.lock().unwrap().session_ended(sh.since_start(Instant::now()), walk.requests);
+    true
+}
+
+async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values: &[String], intended: Instant) {
+    let spec = &sh.cfg.requests[ty];
+    let id = sh.next_request.fetch_add(1, Relaxed) + 1;
+    let start = sh.since_start(intended);
+    if start >= sh.cfg.warmup {
+        sh.arrived.fetch_add(1, Relaxed);
+    }
+    let mut path = String::new();
+    spec.path.render(values, &mut path);
+    let mut form = String::new();
+    for (name, value) in &spec.form {
+        if !form.is_empty() {
+            form.push('&');
+        }
+        form.push_str(name);
+        form.push('=');
+        value.render(values, &mut form);
+    }
+    let method = &sh.methods[ty];
+    let body = if *method == Method::GET || form.is_empty() {
+        if !form.is_empty() {
+            path.push(if path.contains('?') { '&' } else { '?' });
+            path.push_str(&form);
+        }
+        String::new()
+    } else {
+        form
+    };
+    let out = Outgoing {
+        method,
+        path_and_query: &path,
+        body,
+        tags: [
+            ("x-tierlab-request", id.to_string()),
+            ("x-tierlab-session", sid.to_string()),
+            ("x-tierlab-type", sh.cfg.type_names[ty].clone()),
+        ],
+    };
+    let before = browser.reconnects;
+    let result = timeout(Duration::from_secs_f64(sh.cfg.timeout), browser.fetch(sh.addr, &sh.host, &out)).await;
+    sh.reconnects.fetch_add(browser.reconnects - before, Relaxed);
+    let (failure, bytes) = match result {
+        Err(_) => (Some(Failure::Timeout), 0),
+        Ok(Ok(bytes)) => (None, bytes),
+        Ok(Err(f)) => (Some(f), 0),
+    };
+    sh.finished.fetch_add(1, Relaxed);
+    if failure.is_some() {
+        sh.failed.fetch_add(1, Relaxed);
+    }
+    let end = sh.since_start(Instant::now());
+    sh.collector.lock().unwrap().request(Done { id, session: sid, rtype: ty, start, end, failure, bytes });
+}

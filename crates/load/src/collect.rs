@@ -1,0 +1,211 @@
+//! The client's view of a run, in the trace schema: per-request records, the 100 ms
+//! series of the `client` tier, and the summary (HdrHistogram percentiles).
+
+use serde_json::{json, Map, Value};
+use sim::stats::{Output, Records, SeriesMeta, Status, TimeSeries, TypeStats};
+
+/// Why a request failed, for the summary's `errors` (nothing is dropped silently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Failure {
+    /// Could not open a TCP connection.
+    Connect,
+    /// The response never came, or came broken: reset, closed early, not HTTP.
+    Protocol,
+    /// The client's timeout expired.
+    Timeout,
+    /// 503 from the server: an explicit rejection (a full pool).
+    Rejected,
+    /// Any other 4xx / 5xx.
+    Http4xx,
+    Http5xx,
+}
+
+impl Failure {
+    const NAMES: [&'static str; 6] = ["connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx"];
+
+    pub fn status(self) -> Status {
+        match self {
+            Failure::Timeout => Status::Timeout,
+            Failure::Rejected => Status::Rejected,
+            _ => Status::Error,
+        }
+    }
+}
+
+/// One finished request; times in seconds from the start of the run. `start` is the
+/// *intended* send time, so a late sender does not hide the wait (no coordinated
+/// omission).
+pub struct Done {
+    pub id: u64,
+    pub session: u64,
+    pub rtype: usize,
+    pub start: f64,
+    pub end: f64,
+    pub failure: Option<Failure>,
+    pub bytes: u64,
+}
+
+const METRICS: [&str; 5] = ["concurrency", "arrivals", "completions", "response_time", "errors"];
+
+pub struct Collector {
+    warmup: f64,
+    window: f64,
+    overall: TypeStats,
+    per_type: Vec<TypeStats>,
+    failures: [u64; 6],
+    bytes: u64,
+    /// Per window: METRICS, response_time as a sum until the end.
+    windows: Vec<[f64; 5]>,
+    records: Option<Records>,
+    rt_sum: f64,
+    pub sessions_started: u64,
+    pub sessions_completed: u64,
+    requests_of_completed: u64,
+}
+
+impl Collector {
+    pub fn new(types: usize, warmup: f64, window: f64, records: bool) -> Self {
+        Collector {
+            warmup,
+            window,
+            overall: TypeStats::default(),
+            per_type: (0..types).map(|_| TypeStats::default()).collect(),
+            failures: [0; 6],
+            bytes: 0,
+            windows: Vec::new(),
+            records: records.then(Records::default),
+            rt_sum: 0.0,
+            sessions_started: 0,
+            sessions_completed: 0,
+            requests_of_completed: 0,
+        }
+    }
+
+    fn window_mut(&mut self, t: f64) -> &mut [f64; 5] {
+        let w = (t / self.window) as usize;
+        if w >= self.windows.len() {
+            self.windows.resize(w + 1, [0.0; 5]);
+        }
+        &mut self.windows[w]
+    }
+
+    pub fn request(&mut self, d: Done) {
+        self.window_mut(d.start)[1] += 1.0;
+        let w = self.window_mut(d.end);
+        w[2] += 1.0;
+        w[3] += d.end - d.start;
+        w[4] += d.failure.is_some() as u8 as f64;
+        // Time-averaged in-flight requests: the request's overlap with each window.
+        let (first, last) = ((d.start / self.window) as usize, (d.end / self.window) as usize);
+        for i in first..=last {
+            let (a, b) = (i as f64 * self.window, (i + 1) as f64 * self.window);
+            self.windows[i][0] += (d.end.min(b) - d.start.max(a)).max(0.0) / self.window;
+        }
+        if d.start < self.warmup {
+            return;
+        }
+        let status = d.failure.map_or(Status::Ok, Failure::status);
+        for s in [&mut self.overall, &mut self.per_type[d.rtype]] {
+            s.status[status as usize] += 1;
+            if status == Status::Ok {
+                s.latency.record(d.end - d.start);
+            }
+        }
+        if let Some(f) = d.failure {
+            self.failures[f as usize] += 1;
+        }
+        self.bytes += d.bytes;
+        self.rt_sum += d.end - d.start;
+        if let Some(r) = &mut self.records {
+            r.id.push(d.id);
+            r.session.push(d.session);
+            r.rtype.push(d.rtype as u32);
+            r.status.push(status as u8);
+            r.start.push(d.start);
+            r.end.push(d.end);
+            r.retransmissions.push(0);
+        }
+    }
+
+    pub fn session_started(&mut self, at: f64) {
+        if at >= self.warmup {
+            self.sessions_started += 1;
+        }
+    }
+
+    pub fn session_ended(&mut self, at: f64, requests: u64) {
+        if at >= self.warmup {
+            self.sessions_completed += 1;
+            self.requests_of_completed += requests;
+        }
+    }
+
+    /// The trace. `elapsed`: how long the run went (short of `duration` if stopped);
+    /// `arrived`: requests sent after the warm-up, finished or not.
+    pub fn finish(mut self, run: Value, type_names: Vec<String>, elapsed: f64, arrived: u64, interrupted: bool) -> Output {
+        let span = (elapsed - self.warmup).max(0.0);
+        let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
+        let finished: u64 = self.overall.status.iter().sum();
+        // Windows up to the end of the run only; requests that ended after it are in
+        // no window (in-flight at the end).
+        let n = ((elapsed / self.window).ceil() as usize).max(1);
+        self.windows.resize(n, [0.0; 5]);
+        let mut in_system = 0.0;
+        let mut values = Vec::with_capacity(n * METRICS.len());
+        for (i, w) in self.windows.iter().enumerate() {
+            let t = i as f64 * self.window;
+            if t >= self.warmup {
+                in_system += w[0] * self.window.min(elapsed - t);
+            }
+            let mean_rt = if w[2] > 0.0 { w[3] / w[2] } else { f64::NAN };
+            values.extend([w[0], w[1], w[2], mean_rt, w[4]]);
+        }
+        let series = TimeSeries {
+            meta: METRICS
+                .iter()
+                .map(|m| SeriesMeta { tier: "client".into(), server: 0, resource: String::new(), metric: m })
+                .collect(),
+            window_start: (0..n).map(|i| i as f64 * self.window).collect(),
+            values,
+        };
+        let types: Map<_, _> = type_names
+            .iter()
+            .zip(&self.per_type)
+            .map(|(name, s)| (name.clone(), s.to_json(per_s)))
+            .collect();
+        let errors: Map<_, _> = Failure::NAMES
+            .iter()
+            .zip(self.failures)
+            .map(|(k, n)| (k.to_string(), json!(n)))
+            .collect();
+        let mut summary = json!({
+            "measured_seconds": span,
+            "elapsed": elapsed,
+            "interrupted": interrupted,
+            "requests": self.overall.status_json(),
+            "in_flight_at_end": arrived.saturating_sub(finished),
+            "errors": errors,
+            "bytes_received": self.bytes,
+            "throughput": per_s(self.overall.status[Status::Ok as usize] as f64),
+            "response_time": self.overall.latency.to_json(),
+            "types": types,
+            "tiers": {},
+            "links": {},
+            "sessions": {
+                "started": self.sessions_started,
+                "completed": self.sessions_completed,
+                "throughput": per_s(self.sessions_completed as f64),
+                "mean_requests": if self.sessions_completed > 0 { self.requests_of_completed as f64 / self.sessions_completed as f64 } else { 0.0 },
+            },
+            "little": {
+                "mean_in_system": per_s(in_system),
+                "arrival_rate": per_s(arrived as f64),
+                "mean_time_in_system": if finished > 0 { self.rt_sum / finished as f64 } else { 0.0 },
+            },
+        });
+        if let (Value::Object(s), Value::Object(r)) = (&mut summary, run) {
+            s.extend(r);
+        }
+        Output { summary, series, records: self.records, type_names, tier_names: Vec::new() }
+    }
+}

@@ -1,0 +1,94 @@
+//! tierlab's live load generator: the model's session workload (the same chain walk as
+//! the simulator, `sim::walk`) against a real HTTP server, measured from each request's
+//! intended send time into HdrHistogram, and written in the trace schema (client view).
+
+mod client;
+mod collect;
+mod config;
+mod http;
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use sim::stats::Output;
+
+pub use config::Config;
+
+/// Live counters for a progress line.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    /// Share of the duration elapsed.
+    pub fraction: f64,
+    pub finished: u64,
+    pub failed: u64,
+}
+
+/// Run the load described by `config_json` (see `tierlab.live.load`). `tick` is called
+/// every 100 ms; returning false stops the run early (Ctrl-C), keeping what was measured.
+pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<Output, String> {
+    let cfg = Config::from_json(config_json)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.workers.max(1))
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the load generator's runtime: {e}"))?;
+    rt.block_on(async move {
+        let addr = reachable(&cfg.target, cfg.connect_timeout).await?;
+        let (duration, seed, warmup, window, types) =
+            (cfg.duration, cfg.seed, cfg.warmup, cfg.window, cfg.type_names.clone());
+        let target = cfg.target.clone();
+        let sh = Arc::new(client::Shared::new(cfg, addr)?);
+        let mut tasks = client::start(&sh);
+        let mut interrupted = false;
+        let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            ticker.tick().await;
+            let elapsed = sh.t0.elapsed().as_secs_f64();
+            let progress = Progress {
+                fraction: (elapsed / duration).min(1.0),
+                finished: sh.finished.load(Relaxed),
+                failed: sh.failed.load(Relaxed),
+            };
+            if !tick(progress) {
+                interrupted = true;
+                break;
+            }
+            if elapsed >= duration {
+                break;
+            }
+        }
+        // Requests still running now are not waited for: they count as in flight.
+        let elapsed = sh.t0.elapsed().as_secs_f64().min(duration);
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+        // Aborted sessions may still be unwinding: take the collector, not the Arc.
+        let arrived = sh.arrived.load(Relaxed);
+        let collector = std::mem::replace(
+            &mut *sh.collector.lock().map_err(|_| "collector poisoned".to_string())?,
+            collect::Collector::new(0, 0.0, 1.0, false),
+        );
+        let run = json!({
+            "source": "live", "target": target, "seed": seed, "duration": duration,
+            "warmup": warmup, "window": window, "reconnects": sh.reconnects.load(Relaxed),
+        });
+        Ok(collector.finish(run, types, elapsed, arrived, interrupted))
+    })
+}
+
+/// Resolve the target and open one connection, so that a wrong address fails at once
+/// with a clear message instead of a run of connection errors.
+async fn reachable(target: &str, within: f64) -> Result<SocketAddr, String> {
+    let addr = target
+        .to_socket_addrs()
+        .map_err(|e| format!("target {target:?}: {e} (give HOST:PORT, e.g. 127.0.0.1:8080)"))?
+        .next()
+        .ok_or_else(|| format!("target {target:?} resolves to no address"))?;
+    match tokio::time::timeout(Duration::from_secs_f64(within), tokio::net::TcpStream::connect(addr)).await {
+        Ok(Ok(_)) => Ok(addr),
+        Ok(Err(e)) => Err(format!("cannot reach the target {target} ({addr}): {e} — is the server running? (`tierlab live up` starts the bookstore)")),
+        Err(_) => Err(format!("cannot reach the target {target} ({addr}): no answer within {within} s")),
+    }
+}
