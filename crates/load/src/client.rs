@@ -207,7 +207,9 @@ async fn session(
         if intended >= sh.end {
             return false;
         }
-        sleep_until(intended).await;
+        if intended > Instant::now() {
+            sleep_until(intended).await; // (a past deadline would still wait for a timer tick)
+        }
         for (v, slot) in sh.cfg.values.iter().zip(values.iter_mut()) {
             if v.per == Per::Request {
                 *slot = v.draw.sample(rng.get(Stream::Demand));

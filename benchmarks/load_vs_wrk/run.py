@@ -1,0 +1,136 @@
+"""Our load generator vs wrk, side by side in one run: the same small loopback backend
+(nginx, one worker, a fixed 200 response), the same number of connections and
+threads, one fixed URL, no think time. Prints a table and, on the last line, the
+figures as JSON (`ratio_vs_wrk` = our requests/s ÷ wrk's).
+
+    python benchmarks/load_vs_wrk/run.py [--connections 50] [--duration 10] [--rounds 3]
+
+Needs wrk and nginx (Debian: `apt-get install wrk nginx-light`). CPU seconds per
+1,000 requests are the load generator's own: wrk's from its rusage as a child process,
+ours from this process's rusage around `tierlab.live.load` (the Rust threads; Python
+imports happen before).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tierlab.live
+
+HERE = Path(__file__).parent
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+error_log {prefix}/error.log;
+pid {prefix}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 10000000;
+    client_body_temp_path {prefix}/body;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location / {{ return 200 "hello, tierlab\\n"; }}
+    }}
+}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, within: float = 10.0) -> None:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"the backend did not open port {port} within {within} s")
+
+
+def cpu(who: int) -> float:
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def run_wrk(port: int, connections: int, threads: int, duration: float) -> dict:
+    before = cpu(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", f"http://127.0.0.1:{port}/"],
+                         capture_output=True, text=True, check=True).stdout
+    used = cpu(resource.RUSAGE_CHILDREN) - before
+    total = int(re.search(r"(\d+) requests in", out).group(1))
+    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), "requests": total,
+            "errors": errors + (int(non2xx.group(1)) if non2xx else 0), "cpu_per_1000": 1000 * used / total}
+
+
+def run_ours(port: int, connections: int, threads: int, duration: float) -> dict:
+    before = cpu(resource.RUSAGE_SELF)
+    trace = tierlab.live.load(HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}",
+                              clients=connections, duration=duration, workers=threads)
+    used = cpu(resource.RUSAGE_SELF) - before
+    s = trace.summary
+    total = sum(s["requests"].values())
+    return {"rps": s["throughput"], "requests": total, "errors": total - s["requests"]["ok"], "cpu_per_1000": 1000 * used / total}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=1, help="threads of each load generator (the other core runs nginx)")
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    a = ap.parse_args()
+    for tool in ("wrk", "nginx"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found: apt-get install wrk nginx-light")
+    port = free_port()
+    with tempfile.TemporaryDirectory() as prefix:
+        (Path(prefix) / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, port=port))
+        nginx = subprocess.Popen(["nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"], stderr=subprocess.DEVNULL)
+        try:
+            wait_for(port)
+            rows = []
+            for r in range(a.rounds):  # alternate, so drift hits both alike
+                rows.append(("wrk", r, run_wrk(port, a.connections, a.threads, a.duration)))
+                rows.append(("tierlab", r, run_ours(port, a.connections, a.threads, a.duration)))
+        finally:
+            nginx.terminate()
+            nginx.wait(timeout=10)
+    # The acquired resource usage of children only counts once nginx is reaped; wrk's
+    # was taken per run above, before that.
+    print(f"{'tool':8} {'round':>5} {'req/s':>10} {'requests':>10} {'errors':>7} {'CPU s/1000':>10}")
+    for tool, r, m in rows:
+        print(f"{tool:8} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_per_1000']:>10.4f}")
+    med = lambda tool, k: statistics.median(m[k] for t, _, m in rows if t == tool)  # noqa: E731
+    result = {
+        "connections": a.connections, "threads": a.threads, "duration": a.duration, "rounds": a.rounds,
+        "tierlab_rps": round(med("tierlab", "rps"), 1), "wrk_rps": round(med("wrk", "rps"), 1),
+        "ratio_vs_wrk": round(med("tierlab", "rps") / med("wrk", "rps"), 3),
+        "tierlab_cpu_s_per_1000": round(med("tierlab", "cpu_per_1000"), 5), "wrk_cpu_s_per_1000": round(med("wrk", "cpu_per_1000"), 5),
+        "tierlab_errors": sum(m["errors"] for t, _, m in rows if t == "tierlab"), "wrk_errors": sum(m["errors"] for t, _, m in rows if t == "wrk"),
+    }
+    a.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The live load generator against a stub HTTP/1.1 server on loopback: the chain's
+mix, cookies per session, every failure counted by kind, an unreachable target."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+
+import tierlab.live
+from tierlab.model import load_model
+from tierlab.model.chain import load as load_chain, visit_mix
+
+from conftest import EXAMPLES, check_little
+
+
+class Stub(BaseHTTPRequestHandler):
+    """/ok → 200; /busy → 503; /fail → 500; /slow → 200 after 2 s; /garbage → not
+    HTTP. Sets a `sid` cookie on a session's first request and logs what it saw."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes
+    seen: list = []
+
+    def do_GET(self):  # noqa: N802
+        path = self.path.split("?")[0]
+        self.seen.append((self.headers.get("x-tierlab-session"), self.headers.get("x-tierlab-type"), self.headers.get("cookie"), self.path))
+        if path == "/garbage":
+            self.wfile.write(b"this is not HTTP\r\n\r\n")
+            self.close_connection = True
+            return
+        if path == "/slow":
+            time.sleep(2)
+        code = {"/busy": 503, "/fail": 500}.get(path, 200)
+        body = b"hello"
+        self.send_response(code)
+        if not self.headers.get("cookie"):
+            self.send_header("Set-Cookie", f"sid={self.headers.get('x-tierlab-session')}; Path=/")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_POST = do_GET
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def stub():
+    Stub.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _model(matrix: dict, start: str, clients: int = 8, think: float = 0.01, **workload) -> dict:
+    types = {s for row in matrix.values() for s in row} | set(matrix)
+    return {
+        "name": "stub",
+        "run": {"duration": 4, "warmup": 0.5, "seed": 3},
+        "tiers": {"web": {"stations": {"cpu": {"kind": "cpu"}}}},
+        "requests": {t: {"web": [{"cpu": 0.001}]} for t in types if t != "END_OF_SESSION"},
+        "workload": {"population": {"clients": clients}, "chain": {"matrix": matrix, "start": start}, "think": think, **workload},
+    }
+
+
+def test_the_mix_follows_the_chains_stationary_distribution(stub):
+    model = load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes({
+        "workload.population": {"clients": 20}, "workload.think": 0.002,
+        "workload.session_end": {"after_requests": 100_000}, "run.duration": 6, "run.warmup": 1,
+    })
+    mapping = {"requests": {t: {"path": "/ok"} for t in ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]}}
+    trace = tierlab.live.load(model, mapping, target=stub)
+    r = trace.requests
+    assert len(r) > 1000 and (r.status == "ok").all()
+    spec = model.spec.workload.chain
+    data, _ = load_chain(spec, EXAMPLES)
+    roles = ["entry" if s == spec.start else "page" for s in data.states]
+    expected, _ = visit_mix(data, data.index(spec.start), roles)
+    seen = r.type.value_counts(normalize=True)
+    distance = 0.5 * sum(abs(seen.get(t, 0.0) - p) for t, p in expected.items())
+    assert distance < 0.05, (seen.to_dict(), expected)
+    check_little(trace, rel=0.05)
+    # The client's 100 ms series adds up to the records, up to the requests at the
+    # edges (at most one per client at the warm-up's end and at the run's end).
+    arrivals = trace.series("client", "arrivals")[0]
+    assert arrivals[arrivals.index >= 1].sum() == pytest.approx(len(r), abs=2 * 20)
+
+
+def test_cookies_are_kept_per_session_and_values_drawn(stub):
+    model = _model({"A": {"B": 1}, "B": {"A": 0.5, "END_OF_SESSION": 0.5}}, "A", clients=4)
+    mapping = {"values": {"n": {"int": [1, 3], "per": "request"}, "who": {"choice": ["x y"]}},
+               "requests": {"A": {"path": "/ok?n={n}&w={who}"}, "B": {"path": "/ok"}}}
+    tierlab.live.load(model, mapping, target=stub)
+    by_session: dict = {}
+    for sid, _, cookie, path in Stub.seen:
+        by_session.setdefault(sid, []).append((cookie, path))
+    assert len(by_session) > 10
+    for sid, reqs in by_session.items():
+        assert reqs[0][0] is None  # a new session starts without cookies …
+        assert all(c == f"sid={sid}" for c, _ in reqs[1:])  # … and sends back its own
+    ns = Counter(p.split("n=")[1][0] for _, _, _, p in Stub.seen if p.startswith("/ok?n="))
+    assert set(ns) == {"1", "2", "3"}
+    assert all("w=x+y" in p for *_, p in Stub.seen if p.startswith("/ok?n="))
+
+
+def test_every_failure_is_counted_by_kind(stub):
+    types = {"OK": "/ok", "BUSY": "/busy", "FAIL": "/fail", "GARBAGE": "/garbage", "SLOW": "/slow"}
+    matrix = {t: {u: 0.2 for u in types} for t in types}
+    model = _model(matrix, "OK", clients=6, think=0.05)
+    model["run"] = {"duration": 5, "warmup": 0, "seed": 5}
+    mapping = {"timeout": 1.0, "requests": {t: {"path": p} for t, p in types.items()}}
+    trace = tierlab.live.load(model, mapping, target=stub)
+    s, r = trace.summary, trace.requests
+    by_type = r.groupby("type", observed=True).status.agg(lambda x: set(x))
+    assert by_type["OK"] == {"ok"}
+    assert by_type["BUSY"] == {"rejected"}
+    assert by_type["FAIL"] == {"error"} and by_type["GARBAGE"] == {"error"}
+    assert by_type["SLOW"] == {"timeout"}
+    assert s["errors"]["http_503"] == (r.status == "rejected").sum()
+    assert s["errors"]["protocol"] == (r.type == "GARBAGE").sum() > 0
+    assert s["errors"]["http_5xx"] == (r.type == "FAIL").sum() > 0
+    assert s["errors"]["timeout"] == (r.type == "SLOW").sum() > 0
+    assert sum(s["requests"].values()) == len(r)
+    errors = trace.series("client", "errors")[0].sum()
+    assert errors >= (r.status != "ok").sum()
+
+
+def test_the_same_seed_walks_the_same_sessions(stub):
+    model = _model({"A": {"B": 0.7, "A": 0.3}, "B": {"A": 0.5, "END_OF_SESSION": 0.5}}, "A", clients=1, think=0.0)
+    mapping = {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}
+    walks = []
+    for _ in range(2):
+        trace = tierlab.live.load(model, mapping, target=stub, duration=1.0, warmup=0)
+        walks.append(list(trace.requests.sort_values("id").type.astype(str)[:200]))
+    assert len(walks[0]) == 200 and walks[0] == walks[1]
+
+
+def test_an_unreachable_target_is_a_clear_error_at_once():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    model = _model({"A": {"A": 1}}, "A")
+    started = time.monotonic()
+    with pytest.raises(ValueError, match=r"cannot reach the target 127\.0\.0\.1:\d+.*refused"):
+        tierlab.live.load(model, {"requests": {"A": {"path": "/"}}}, target=f"127.0.0.1:{port}")
+    assert time.monotonic() - started < 3.0  # not after the run's 4 s
+
+
+def test_a_mapping_must_cover_every_request_type():
+    model = _model({"A": {"B": 1}, "B": {"A": 1}}, "A")
+    with pytest.raises(ValueError, match=r"requests\.B: the model has this request type"):
+        tierlab.live.load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1")
+    with pytest.raises(ValueError, match=r"\{nope\} names no value"):
+        tierlab.live.load(model, {"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
