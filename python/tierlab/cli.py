@@ -191,10 +191,10 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
 
 
 def _register() -> None:
-    from .cli_live import load_cmd
+    from .cli_live import live, load_cmd
     from .cli_sizing import cost, profile_cmd, size
 
-    for command in (profile_cmd, size, cost, load_cmd):
+    for command in (profile_cmd, size, cost, load_cmd, live):
         cli.add_command(command)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import click
@@ -71,3 +72,98 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
         err.print(f"[yellow]interrupted[/] after {trace.summary['elapsed']:.1f} s; wrote what was measured to {folder}")
         sys.exit(130)
     err.print(f"trace written to [bold]{folder}[/]")
+
+
+WORKDIR = click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False),
+                       help="The testbed's state, database file and logs.")
+
+
+@click.group("live")
+def live() -> None:
+    """The live testbed: the TPC-W bookstore behind tierlab's middleware, on a real database."""
+
+
+@live.command("up")
+@WORKDIR
+@click.option("--db", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True,
+              help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).")
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
+@click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
+@click.option("--connections", type=int, default=10, show_default=True, help="N, DB connections.")
+@click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True)
+@click.option("--items", "num_items", type=int, default=1000, show_default=True, help="TPC-W NUM_ITEMS.")
+@click.option("--ebs", "num_ebs", type=int, default=1, show_default=True, help="TPC-W NUM_EBS (2,880 customers each).")
+def live_up(workdir, db, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
+    """Start the database and the bookstore in the background."""
+    from .live import testbed
+
+    state = testbed.up(workdir, db=db, port=port, admin_port=admin_port, threads=threads, connections=connections,
+                       caching=caching, num_items=num_items, num_ebs=num_ebs, log=err.print)
+    err.print(f"bookstore up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
+
+
+@live.command("down")
+@WORKDIR
+def live_down(workdir) -> None:
+    """Stop what `tierlab live up` started."""
+    from .live import testbed
+
+    err.print("stopped" if testbed.down(workdir) else "nothing was running")
+
+
+@live.command("status")
+@WORKDIR
+def live_status(workdir) -> None:
+    """Whether the testbed is up, and its pools (JSON)."""
+    from .live import testbed
+
+    state = testbed.status(workdir)
+    if state is None:
+        err.print("down")
+        sys.exit(1)
+    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **testbed.Admin(state).metrics()}, indent=2))
+
+
+@live.command("config")
+@WORKDIR
+@click.option("--threads", type=int, help="Resize M.")
+@click.option("--connections", type=int, help="Resize N.")
+@click.option("--caching", type=click.Choice(["request", "transaction"]))
+def live_config(workdir, threads, connections, caching) -> None:
+    """Resize the running bookstore's pools (through the admin endpoint)."""
+    from .live import testbed
+
+    settings = {k: v for k, v in {"threads": threads, "connections": connections, "caching": caching}.items() if v is not None}
+    click.echo(json.dumps(testbed.Testbed(workdir).admin.configure(**settings), indent=2))
+
+
+@live.command("run")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: examples' tpcw_http.yaml next to MODEL).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True)
+@WORKDIR
+@click.option("--duration", type=float)
+@click.option("--warmup", type=float)
+@click.option("--seed", type=int)
+@click.option("--clients", type=int)
+@click.option("--session-rate", type=float)
+@click.option("--quiet", is_flag=True)
+def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, quiet) -> None:
+    """One measured load against the running testbed: the client's records joined with
+    the server's phase profile (app.* columns) and the resource monitor's series."""
+    from pathlib import Path
+
+    from .cli import print_summary
+    from .live import testbed
+
+    mapping = mapping or str(Path(model).with_name("tpcw_http.yaml"))
+    bed = testbed.Testbed(workdir)
+    with live_progress("measuring", quiet) as bar:
+        task = bar.add_task(bed.state.target, total=1.0, counts="")
+        trace = bed.run(model, mapping, duration=duration, warmup=warmup, seed=seed, clients=clients,
+                        session_rate=session_rate, progress=live_tick(bar, task))
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace)
+    err.print(f"trace written to [bold]{folder}[/] (profile it with `tierlab profile {folder}`)")
