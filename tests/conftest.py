@@ -33,3 +33,21 @@ def run(model: dict, **kw) -> tierlab.Trace:
     trace = tierlab.simulate(model, **kw)
     check_little(trace)
     return trace
+
+
+def chain_mix(loaded) -> dict[str, float]:
+    """The request mix of a loaded model's chain: its stationary distribution for
+    sessions that never end by the chain (tierlab.model.chain.visit_mix)."""
+    from tierlab.model.chain import load as load_chain, visit_mix
+
+    spec = loaded.spec.workload.chain
+    data, problems = load_chain(spec, loaded.base_dir)
+    assert not problems
+    roles = ["entry" if s == spec.start else "page" for s in data.states]
+    return visit_mix(data, data.index(spec.start), roles)[0]
+
+
+def mix_distance(seen, expected: dict[str, float]) -> float:
+    """Total-variation distance between an observed type column and a mix."""
+    share = seen.value_counts(normalize=True)
+    return 0.5 * sum(abs(share.get(t, 0.0) - p) for t, p in expected.items())

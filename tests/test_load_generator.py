@@ -9,14 +9,12 @@ import time
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import numpy as np
 import pytest
 
 import tierlab.live
 from tierlab.model import load_model
-from tierlab.model.chain import load as load_chain, visit_mix
 
-from conftest import EXAMPLES, check_little
+from conftest import EXAMPLES, chain_mix, check_little, mix_distance
 
 
 class Stub(BaseHTTPRequestHandler):
@@ -82,13 +80,7 @@ def test_the_mix_follows_the_chains_stationary_distribution(stub):
     trace = tierlab.live.load(model, mapping, target=stub)
     r = trace.requests
     assert len(r) > 1000 and (r.status == "ok").all()
-    spec = model.spec.workload.chain
-    data, _ = load_chain(spec, EXAMPLES)
-    roles = ["entry" if s == spec.start else "page" for s in data.states]
-    expected, _ = visit_mix(data, data.index(spec.start), roles)
-    seen = r.type.value_counts(normalize=True)
-    distance = 0.5 * sum(abs(seen.get(t, 0.0) - p) for t, p in expected.items())
-    assert distance < 0.05, (seen.to_dict(), expected)
+    assert mix_distance(r.type, chain_mix(model)) < 0.05
     check_little(trace, rel=0.05)
     # The client's 100 ms series adds up to the records, up to the requests at the
     # edges (at most one per client at the warm-up's end and at the run's end).

@@ -146,6 +146,8 @@ class ConnectionPool:
             ctx.enter("with_db_active")
             try:
                 yield ctx.cached
+                if not ctx.in_transaction:
+                    ctx.cached.commit()  # close() ends the access's work, as with autocommit
             except Exception:
                 if not ctx.in_transaction and _is_broken(ctx.cached):
                     conn, ctx.cached = ctx.cached, None

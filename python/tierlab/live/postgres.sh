@@ -26,7 +26,11 @@ as_owner() {
 case "$cmd" in
   start)
     mkdir -p "$dir"
-    [[ $(id -u) == 0 ]] && chown postgres "$dir"
+    if [[ $(id -u) == 0 ]]; then
+      chown postgres "$dir"
+      runuser -u postgres -- test -x "$dir" || {
+        echo "the postgres user cannot reach $dir (a parent folder is private); use a folder under the project" >&2; exit 1; }
+    fi
     if [[ ! -f "$dir/data/PG_VERSION" ]]; then
       as_owner "$bin/initdb" -D "$dir/data" -U postgres --auth=trust -E UTF8 >"$dir/initdb.log" 2>&1 \
         || { cat "$dir/initdb.log" >&2; exit 1; }
@@ -45,7 +49,7 @@ case "$cmd" in
     fi
     ;;
   restart)
-    as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w restart >&2
+    as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m fast -w restart >&2
     ;;
   url) echo "$url" ;;
   *) echo "unknown command $cmd (start|stop|restart|url)" >&2; exit 2 ;;

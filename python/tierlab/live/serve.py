@@ -6,7 +6,8 @@ the loopback admin endpoint. `tierlab live up` runs this as a background process
 
 Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
   GET  /metrics  pools (size, busy, queued, rejected), requests by status, caching
-  POST /config   JSON {"threads": M, "connections": N, "caching": "request"|"transaction"}
+  POST /config   JSON {"threads": M, "connections": N, "caching": "request"|"transaction",
+                 "timeout": seconds a request waits for a thread or a connection}
   POST /drain    JSON {"records": [...]}: the per-request phase records since the last drain
 """
 
@@ -78,9 +79,13 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
 
 
 def apply_config(tier: Tier, body: dict) -> None:
-    unknown = set(body) - {"threads", "connections", "caching"}
+    unknown = set(body) - {"threads", "connections", "caching", "timeout"}
     if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; known: threads, connections, caching")
+        raise ValueError(f"unknown settings {sorted(unknown)}; known: threads, connections, caching, timeout")
+    if "timeout" in body:
+        if not float(body["timeout"]) > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {body['timeout']}")
+        tier.threads.timeout = tier.db.tokens.timeout = float(body["timeout"])
     if "threads" in body:
         if not 1 <= int(body["threads"]) <= SERVER_THREADS:
             raise ValueError(f"threads must be 1…{SERVER_THREADS}, got {body['threads']}")
@@ -109,9 +114,10 @@ def main(argv: list[str] | None = None) -> None:
     db = Database(a.db)
     pool = ConnectionPool(db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
     tier = Tier(Bookstore(db, pool), threads=a.threads, thread_timeout=a.timeout, db=pool)
-    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())
     server = create_server(tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=4096,
                            backlog=4096, channel_timeout=300, ident="tierlab-bookstore")
+    # Listening on the application port first: an answering admin endpoint means "up".
+    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())
     signal.signal(signal.SIGTERM, lambda *_: server.close())
     logging.getLogger("tierlab.live").info("bookstore on http://%s:%d (admin 127.0.0.1:%d), %s", a.host, a.port, a.admin_port, a.db)
     try:

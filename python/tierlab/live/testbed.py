@@ -187,6 +187,17 @@ class Testbed:
                 roles["db"] = int(pidfile.read_text().split()[0])
         return roles
 
+    def wait_idle(self, within: float = 30.0) -> dict:
+        """Wait until no request holds or waits for a thread or a connection (requests
+        the client abandoned at the end still run); the metrics then."""
+        deadline = time.monotonic() + within
+        while True:
+            m = self.admin.metrics()
+            pools = [m["threads"], *([m["connections"]] if "connections" in m else [])]
+            if all(p["busy"] == 0 and p["queued"] == 0 for p in pools) or time.monotonic() > deadline:
+                return m
+            time.sleep(0.1)
+
     def run(self, model, mapping, **load_args) -> Trace:
         """One load with the resource monitor on; the server's phase records are
         joined to the client's by request id."""

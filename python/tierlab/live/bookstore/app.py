@@ -158,8 +158,8 @@ class Bookstore:
         return "Customer Registration", "<form method=post action=/buy_request><input name=uname></form>", cart
 
     def buy_request(self, args, cart):
-        """Ten accesses: the customer, their login, address and country, the cart,
-        its lines, a price check per line (up to 4), and the cart's total."""
+        """Ten accesses: the customer, their login, address and country, the cart
+        (made here if the session has none), its lines, and four price checks."""
         c = self._int(args, "c_id")
         cust = self.query("SELECT c_id, c_fname, c_lname, c_addr_id, c_discount FROM customer WHERE c_uname = ?", (f"user{c}",), one=True)
         if cust is None:
@@ -167,14 +167,16 @@ class Bookstore:
         self.query("UPDATE customer SET c_login = ?, c_expiration = ? WHERE c_id = ?", (_now(), _now(7200), cust[0]))
         addr = self.query("SELECT addr_street1, addr_city, addr_co_id FROM address WHERE addr_id = ?", (cust[3],), one=True)
         country = self.query("SELECT co_name FROM country WHERE co_id = ?", (addr[2],), one=True)
-        if cart is None or self.query("SELECT sc_id FROM shopping_cart WHERE sc_id = ?", (cart,), one=True) is None:
-            _, _, cart = self.shopping_cart({"i_id": str(random.randint(1, 1000))}, None)
+        with self.pool.connection() as conn:  # the session's cart, or a new one with a random item
+            if cart is None or self._run(conn, "SELECT sc_id FROM shopping_cart WHERE sc_id = ?", (cart,), one=True) is None:
+                cart = self._new_id(conn, "shopping_cart", "sc_id")
+                self._run(conn, "INSERT INTO shopping_cart VALUES (?, ?)", (cart, _now()))
+                self._run(conn, "INSERT INTO shopping_cart_line VALUES (?, ?, ?)", (cart, 1, random.randint(1, 1000)))
         lines = self.query("SELECT scl_i_id, scl_qty FROM shopping_cart_line WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart,))
         total = 0.0
-        for i, qty in (lines + [(None, 0)] * 4)[:4]:
+        for i, qty in (lines + [(None, 0)] * 4)[:4]:  # a price check for up to 4 lines, always 4 accesses
             price = self.query("SELECT i_cost FROM item WHERE i_id = ?", (i or 0,), one=True)
             total += qty * (price[0] if price else 0.0)
-        self.query("SELECT COUNT(*) FROM shopping_cart_line WHERE scl_sc_id = ?", (cart,), one=True)
         body = f"<p>{html.escape(cust[1])} {html.escape(cust[2])}, {html.escape(addr[0])}, {html.escape(addr[1])}, {html.escape(country[0])}: total {total * (1 - cust[4]):.2f}</p>"
         return "Buy Request", body, cart
 
