@@ -1,0 +1,88 @@
+"""The live pools and middleware in-process: CTP ordering, timeouts, resizing, and no
+connection leaked when the application raises."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from tierlab.live.middleware import ConnectionPool, Tier
+from tierlab.live.pool import PoolTimeout, TokenPool
+
+
+def test_waiters_are_served_by_priority_then_in_order():
+    pool = TokenPool("connections", 1, timeout=5)
+    pool.acquire()
+    order = []
+
+    def wait(name, priority):
+        pool.acquire(priority)
+        order.append(name)
+        pool.release()
+
+    threads = []
+    for name, priority in [("heavy-1", 1), ("heavy-2", 1), ("light", 0)]:
+        t = threading.Thread(target=wait, args=(name, priority))
+        t.start()
+        threads.append(t)
+        time.sleep(0.05)  # queue them in this order
+    pool.release()
+    for t in threads:
+        t.join()
+    assert order == ["light", "heavy-1", "heavy-2"]
+
+
+def test_a_timeout_rejects_and_counts_and_a_resize_admits_waiters():
+    pool = TokenPool("threads", 1, timeout=0.05)
+    pool.acquire()
+    with pytest.raises(PoolTimeout):
+        pool.acquire()
+    assert pool.sample()["rejected"] == 1 and pool.sample()["queued"] == 0
+    got = threading.Event()
+    t = threading.Thread(target=lambda: (pool.acquire(timeout=5), got.set()))
+    t.start()
+    time.sleep(0.05)
+    assert not got.is_set()
+    pool.resize(2)
+    t.join()
+    assert got.is_set() and pool.busy == 2
+
+
+@pytest.mark.parametrize("caching", ["request", "transaction"])
+def test_application_exceptions_leak_no_connection(caching, tmp_path):
+    db = tmp_path / "x.db"
+    sqlite3.connect(db).execute("CREATE TABLE t (x INTEGER)")
+    pool = ConnectionPool(lambda: sqlite3.connect(db, check_same_thread=False), size=2, caching=caching)
+
+    def app(environ, start_response):
+        n = int(environ["QUERY_STRING"])
+        with pool.connection() as conn:
+            conn.execute("INSERT INTO t VALUES (?)", (n,))
+        if n % 3 == 0:
+            with pool.transaction() as conn:
+                conn.execute("INSERT INTO t VALUES (?)", (-n,))
+                raise RuntimeError("injected failure inside a transaction")
+        if n % 3 == 1:
+            raise RuntimeError("injected failure after an access")
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    tier = Tier(app, threads=4, db=pool)
+    statuses = []
+
+    def call(n):
+        tier({"QUERY_STRING": str(n), "PATH_INFO": "/x"}, lambda status, headers: statuses.append(status[:3]))
+
+    workers = [threading.Thread(target=lambda k=k: [call(n) for n in range(k, 60, 4)]) for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert sorted(set(statuses)) == ["200", "500"] and statuses.count("500") == 40
+    assert pool.tokens.busy == 0 and tier.threads.busy == 0
+    assert tier.counts == {"ok": 20, "rejected": 0, "timeout": 0, "error": 40}
+    rows = sqlite3.connect(db).execute("SELECT COUNT(*), SUM(x < 0) FROM t").fetchone()
+    assert rows == (60, 0)  # every access committed; every failed transaction rolled back
