@@ -201,9 +201,13 @@ class Testbed:
     def run(self, model, mapping, **load_args) -> Trace:
         """One load with the resource monitor on; the server's phase records are
         joined to the client's by request id."""
-        self.admin.drain()  # records of earlier runs
+        # Requests the client abandoned when an earlier run ended may still be running:
+        # let them finish before draining, or their records would join this run's by id.
+        self.wait_idle()
+        self.admin.drain()
         with Monitor(self._roles()) as mon:
             trace = load(model, mapping, target=self.state.target, **load_args)
+        self.wait_idle()  # this run's own last requests finish and are recorded
         server = self.admin.drain()
         trace.timeseries = pd.concat([trace.timeseries, mon.frame()], ignore_index=True)
         for c in ("tier", "resource", "metric"):
