@@ -154,3 +154,5 @@ def test_a_mapping_must_cover_every_request_type():
         tierlab.live.load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1")
     with pytest.raises(ValueError, match=r"\{nope\} names no value"):
         tierlab.live.load(model, {"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
+    with pytest.raises(ValueError, match=r"requests\.A\.path.*has a space.*%20"):
+        tierlab.live.load(model, {"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}, target="127.0.0.1:1")

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hyper::header::HeaderValue;
-use hyper::Method;
 use rand::RngExt;
 use rand_distr::{Distribution, Exp1};
 use sim::model::Population;
@@ -18,16 +16,14 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, timeout, Instant};
 
 use crate::collect::{Collector, Done, Failure};
-use crate::config::{Config, Per};
-use crate::http::{method, Browser, Outgoing};
+use crate::config::{Config, HttpRequest, Per};
+use crate::http::{Browser, Outgoing};
 
 /// What every task reads, and the counters the progress line shows.
 pub struct Shared {
     pub cfg: Config,
     nav: Navigator,
-    methods: Vec<Method>,
     pub addr: SocketAddr,
-    host: HeaderValue,
     pub t0: Instant,
     end: Instant,
     next_request: AtomicU64,
@@ -42,17 +38,13 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(cfg: Config, addr: SocketAddr) -> Result<Self, String> {
-        let methods = cfg.requests.iter().map(|r| method(&r.method)).collect::<Result<_, _>>()?;
-        let host = HeaderValue::from_str(&cfg.target).map_err(|_| format!("bad target {:?}", cfg.target))?;
         let collector = Collector::new(cfg.type_names.len(), cfg.warmup, cfg.window, cfg.records);
         let t0 = Instant::now();
         Ok(Shared {
             nav: Navigator::new(&cfg.workload),
             end: t0 + Duration::from_secs_f64(cfg.duration),
             cfg,
-            methods,
             addr,
-            host,
             t0,
             next_request: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
@@ -222,15 +214,11 @@ async fn session(
     true
 }
 
-async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values: &[String], intended: Instant) {
-    let spec = &sh.cfg.requests[ty];
-    let id = sh.next_request.fetch_add(1, Relaxed) + 1;
-    let start = sh.since_start(intended);
-    if start >= sh.cfg.warmup {
-        sh.arrived.fetch_add(1, Relaxed);
-    }
-    let mut path = String::new();
-    spec.path.render(values, &mut path);
+/// The request target and body with this draw's values: the form goes into the body
+/// of a POST, into the query otherwise.
+fn render(spec: &HttpRequest, values: &[String]) -> (String, String) {
+    let mut target = String::new();
+    spec.path.render(values, &mut target);
     let mut form = String::new();
     for (name, value) in &spec.form {
         if !form.is_empty() {
@@ -240,33 +228,33 @@ async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values
         form.push('=');
         value.render(values, &mut form);
     }
-    let method = &sh.methods[ty];
-    let body = if *method == Method::GET || form.is_empty() {
+    if spec.method == "GET" || spec.method == "HEAD" {
         if !form.is_empty() {
-            path.push(if path.contains('?') { '&' } else { '?' });
-            path.push_str(&form);
+            target.push(if target.contains('?') { '&' } else { '?' });
+            target.push_str(&form);
         }
-        String::new()
-    } else {
-        form
-    };
-    let out = Outgoing {
-        method,
-        path_and_query: &path,
-        body,
-        tags: [
-            ("x-tierlab-request", id.to_string()),
-            ("x-tierlab-session", sid.to_string()),
-            ("x-tierlab-type", sh.cfg.type_names[ty].clone()),
-        ],
-    };
+        form.clear();
+    }
+    (target, form)
+}
+
+async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values: &[String], intended: Instant) {
+    let spec = &sh.cfg.requests[ty];
+    let id = sh.next_request.fetch_add(1, Relaxed) + 1;
+    let start = sh.since_start(intended);
+    if start >= sh.cfg.warmup {
+        sh.arrived.fetch_add(1, Relaxed);
+    }
+    let (target, body) = render(spec, values);
+    let out = Outgoing { method: &spec.method, target: &target, body: body.as_bytes(), id, session: sid, rtype: &sh.cfg.type_names[ty] };
     let before = browser.reconnects;
-    let result = timeout(Duration::from_secs_f64(sh.cfg.timeout), browser.fetch(sh.addr, &sh.host, &out)).await;
+    let result = timeout(Duration::from_secs_f64(sh.cfg.timeout), browser.fetch(sh.addr, &sh.cfg.target, &out))
+        .await
+        .unwrap_or(Err(Failure::Timeout));
     sh.reconnects.fetch_add(browser.reconnects - before, Relaxed);
     let (failure, bytes) = match result {
-        Err(_) => (Some(Failure::Timeout), 0),
-        Ok(Ok(bytes)) => (None, bytes),
-        Ok(Err(f)) => (Some(f), 0),
+        Ok(bytes) => (None, bytes),
+        Err(f) => (Some(f), 0),
     };
     sh.finished.fetch_add(1, Relaxed);
     if failure.is_some() {

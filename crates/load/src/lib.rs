@@ -30,8 +30,17 @@ pub struct Progress {
 /// every 100 ms; returning false stops the run early (Ctrl-C), keeping what was measured.
 pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<Output, String> {
     let cfg = Config::from_json(config_json)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.workers.max(1))
+    // One worker: a current-thread runtime, without the cross-thread wake-ups of the
+    // work-stealing scheduler (the common case on a small load machine).
+    let mut builder = match cfg.workers {
+        0 | 1 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(n);
+            b
+        }
+    };
+    let rt = builder
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the load generator's runtime: {e}"))?;

@@ -63,7 +63,21 @@ class HttpRequest(_Strict):
     def _origin_form(cls, v: str) -> str:
         if not v.startswith("/"):
             raise ValueError(f"path {v!r} must start with '/' (the target's host and port come from `target`)")
+        return _no_spaces(v)
+
+    @field_validator("form")
+    @classmethod
+    def _form_names(cls, v: dict[str, str]) -> dict[str, str]:
+        for name in v:
+            _no_spaces(name)
         return v
+
+
+def _no_spaces(text: str) -> str:
+    """Literal text goes into the request line as it is: no spaces or control characters."""
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in text):
+        raise ValueError(f"{text!r} has a space or control character; write a space as %20 or + (drawn values are encoded for you)")
+    return text
 
 
 class Mapping(_Strict):
