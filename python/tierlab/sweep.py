@@ -43,13 +43,18 @@ def sweep(
     workers: int | None = None,
     scheduler: str | None = None,
     progress: str | None = "sweep",
+    runner: "Callable[[LoadedModel], Trace] | None" = None,
 ) -> list[T]:
     """Simulate every run and return `measure(trace)` of each, in order.
 
     `measure` must be a module-level function (it is sent to the workers). `workers`
     local processes (default: one per core; 1 = in this process), or the Dask
     scheduler at `scheduler` ("tcp://host:8786"). `progress` labels a progress bar on
-    stderr (None: no bar). Ctrl-C stops the workers and raises KeyboardInterrupt."""
+    stderr (None: no bar). Ctrl-C stops the workers and raises KeyboardInterrupt.
+
+    `runner(model) -> Trace` executes each run instead of the simulator — e.g.
+    `tierlab.live.LiveRunner`, which measures the live testbed; runs then go one after
+    another in this process (there is one system to measure)."""
     loaded = load_model(model)
     for i, run in enumerate(runs):  # fail here, with the run named, not in a worker
         try:
@@ -76,7 +81,12 @@ def sweep(
             results[i] = value
             bar.advance(task)
 
-        if scheduler is not None:
+        if runner is not None:
+            if scheduler is not None:
+                raise InputError("runs on a live system go one at a time from here; drop the Dask scheduler")
+            for i, t in enumerate(tasks):
+                done(i, _execute(t, runner))
+        elif scheduler is not None:
             _on_dask(scheduler, tasks, done)
         elif (workers or os.cpu_count() or 1) == 1 or len(tasks) == 1:
             for i, t in enumerate(tasks):
@@ -90,12 +100,12 @@ def _label(run: Run) -> str:
     return ", ".join(f"{k}={v}" for k, v in {**run.changes, "seed": run.seed}.items())
 
 
-def _execute(task: tuple) -> Any:
+def _execute(task: tuple, runner: Callable[[LoadedModel], Trace] = simulate) -> Any:
     loaded, run, measure = task
     with warnings.catch_warnings():
         # Sweeps overload systems on purpose (profiling, capacity searches).
         warnings.simplefilter("ignore", ModelWarning)
-        trace = simulate(loaded.with_changes({**run.changes, "run.seed": run.seed}))
+        trace = runner(loaded.with_changes({**run.changes, "run.seed": run.seed}))
     return measure(trace)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Callable
 
 from .. import _core
 from ..errors import InputError
-from ..model import LoadedModel, load_model
+from ..model import LoadedModel, ModelWarning, load_model
 from ..sim import SimulationInterrupted
 from ..trace import Trace, from_core
 from .mapping import Mapping, compile_requests, load_mapping
@@ -44,7 +45,10 @@ def load(
         loaded = loaded.with_changes({"workload.population": {"session_rate": session_rate}})
     loaded = loaded.with_run(seed=seed, duration=duration, warmup=warmup, records=records)
     m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
-    engine = loaded.engine()
+    with warnings.catch_warnings():
+        # Capacity warnings are about the model's tiers, which a live run does not use.
+        warnings.simplefilter("ignore", ModelWarning)
+        engine = loaded.engine()
     names = [t["name"] for t in engine["types"]]
     requests, values = compile_requests(m, names, str(mapping) if isinstance(mapping, (str, Path)) else None)
     run = engine["run"]

@@ -25,9 +25,12 @@ from pathlib import Path
 from .bookstore import Bookstore, Database
 from .middleware import ConnectionPool, Tier
 
-# waitress's own threads: enough that the middleware's M workers, not waitress, are
-# what requests wait for (the largest M a profiling grid resizes to).
-SERVER_THREADS = 128
+# waitress's own threads. Requests beyond the middleware's M workers wait for one in
+# the middleware (seen, timed out, rejected) only while a waitress thread carries them:
+# enough for the largest M plus an overload's waiters (arrival rate × wait timeout).
+# Idle ones only block on a lock.
+SERVER_THREADS = 512
+MAX_THREADS = 128  # the largest M
 
 
 def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
@@ -87,8 +90,8 @@ def apply_config(tier: Tier, body: dict) -> None:
             raise ValueError(f"timeout must be > 0 seconds, got {body['timeout']}")
         tier.threads.timeout = tier.db.tokens.timeout = float(body["timeout"])
     if "threads" in body:
-        if not 1 <= int(body["threads"]) <= SERVER_THREADS:
-            raise ValueError(f"threads must be 1…{SERVER_THREADS}, got {body['threads']}")
+        if not 1 <= int(body["threads"]) <= MAX_THREADS:
+            raise ValueError(f"threads must be 1…{MAX_THREADS}, got {body['threads']}")
         tier.threads.resize(int(body["threads"]))
     if "connections" in body:
         tier.db.tokens.resize(int(body["connections"]))

@@ -218,6 +218,27 @@ class Testbed:
         return trace
 
 
+class LiveRunner:
+    """Executes a sweep's runs on the testbed instead of the simulator (`sweep(...,
+    runner=)`, hence `profile_grid` and `max_sustainable_rate`): each run's model sets
+    the server's pools — the sized tier's M, N, caching and wait timeout, through the
+    admin endpoint — and the load: workload, duration, warm-up, seed."""
+
+    def __init__(self, bed: Testbed, mapping, tier: str | None = None):
+        self.bed, self.mapping, self.tier = bed, mapping, tier
+
+    def __call__(self, model) -> Trace:
+        from ..sizing.profiling import PoolSetting
+
+        setting = PoolSetting.find(model, self.tier)
+        pools = model.spec.tiers[setting.tier].pools
+        threads, conns = pools[setting.threads], pools[setting.connections]
+        # The middleware has one wait timeout for both pools; None in the model is forever.
+        timeout = threads.timeout if threads.timeout is not None else 24 * 3600.0
+        self.bed.admin.configure(threads=threads.size, connections=conns.size, caching=conns.caching, timeout=timeout)
+        return self.bed.run(model, self.mapping)
+
+
 def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -> pd.DataFrame:
     """Add `<tier>.*` phase columns to the client's records (docs/trace.md); requests
     the server never saw (a failed connection) get visits 0 and zero phases."""

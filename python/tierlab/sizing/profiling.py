@@ -123,6 +123,8 @@ def profile_grid(
     workers: int | None = None,
     scheduler: str | None = None,
     progress: bool = True,
+    runner=None,
+    bound: float | None = None,
 ) -> ProfileGrid:
     """Profile every (M, N) of the grid with M ≥ N.
 
@@ -130,22 +132,27 @@ def profile_grid(
     of the requests. A system that thrashes under heavy overload serves less there than
     at its capacity, so the pilot can underestimate it: until the runs reject, the
     offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
-    says whether each point got there)."""
+    says whether each point got there).
+
+    `bound`: sessions/s no (M, N) can serve more of (default: the model's CPU bound);
+    give it for a live system, whose demands the model's tiers need not describe.
+    `runner`: execute the runs elsewhere than the simulator (see `sweep`)."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
-    bound = loaded.session_rate_bound()
+    bound = bound or loaded.session_rate_bound()
     if bound is None or not isinstance(loaded.spec.workload.population, Open):
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
     pts = grid_points(M_values, N_values)
-    (share, L), = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None)
+    run = {"workers": workers, "scheduler": scheduler, "runner": runner}
+    (share, L), = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None, runner=runner)
     label = (lambda what, n: f"{what} ({n} points)") if progress else (lambda what, n: None)
-    pilot = sweep(loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, workers=workers, scheduler=scheduler, progress=label("pilot runs", len(pts)))
+    pilot = sweep(loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, progress=label("pilot runs", len(pts)), **run)
     rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
     found: dict[tuple[int, int], list] = {}
     pending = list(pts)
     for round_ in range(1, max_rounds + 1):
         keys = [(pt, s) for pt in pending for s in seeds]
-        measured = sweep(loaded, [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys], _profile_run, workers=workers, scheduler=scheduler, progress=label(f"profiling runs, round {round_}", len(pending)))
+        measured = sweep(loaded, [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys], _profile_run, progress=label(f"profiling runs, round {round_}", len(pending)), **run)
         for i, pt in enumerate(pending):
             found[pt] = measured[i * len(seeds) : (i + 1) * len(seeds)]
         last = round_ == max_rounds

@@ -68,9 +68,11 @@ def max_sustainable_rate(
     workers: int | None = None,
     scheduler: str | None = None,
     progress: bool = True,
+    runner=None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Returns (result: M, N, lambda_max; trials: M, N, lambda, passed_runs, runs, passed).
-    `extra` holds further model changes applied to every run (e.g. a mix)."""
+    `extra` holds further model changes applied to every run (e.g. a mix); `runner`
+    executes the runs elsewhere than the simulator (see `sweep`)."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     guess = start if isinstance(start, dict) else {c: start for c in configs}
@@ -86,6 +88,7 @@ def max_sustainable_rate(
             all_served,
             workers=workers,
             scheduler=scheduler,
+            runner=runner,
             progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress else None,
         )
         for i, s in enumerate(active):

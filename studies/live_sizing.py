@@ -1,0 +1,106 @@
+"""Totok & Karamcheti on the live bookstore (PostgreSQL): connection caching measured,
+then the pool-sizing method's prediction checked against a measurement.
+
+1. Request-wide vs transaction-wide caching at one (M, N) and rate: the phase
+   breakdown of Search (SRES), Buy Request (BUYR) and Buy Confirm (BUYC) (§3, §5.2).
+2. Profiling tests over an (M, N) grid on the running server (pools resized through its
+   admin endpoint), λ(M, N) and the optimum from them, and the maximum sustainable
+   session throughput measured at the optimum and its neighbours (§5.3).
+
+    tierlab live up --db postgres         # the project's PostgreSQL and the bookstore
+    python studies/live_sizing.py         # about 45 min on 2 cores
+    tierlab live down
+
+The workload is the TPC-W shopping mix with 0.5 s think times (sessions of ~15
+requests last seconds, so runs of half a minute see many whole sessions). A request
+waits at most `--timeout` for a thread or a connection and is then rejected (503), as
+in the paper's server. Writes studies/results/live_sizing/: caching.csv, profile/,
+rates.csv, validation.csv, trials.csv and result.json (also printed last)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from tierlab import load_model
+from tierlab.live.testbed import LiveRunner, Testbed
+from tierlab.profile import profile
+from tierlab.sizing import PoolSizing, max_sustainable_rate, profile_grid
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
+MAPPING = ROOT / "examples" / "tpcw_http.yaml"
+CACHING_TYPES = ["SRES", "BUYR", "BUYC"]
+
+
+def caching_study(bed: Testbed, model, runner: LiveRunner, rate: float) -> pd.DataFrame:
+    rows = []
+    for caching in ("transaction", "request"):
+        trace = runner(model.with_changes({"tiers.app.pools.db.caching": caching, "workload.population.session_rate": rate}))
+        table = profile(trace).table().reset_index()
+        rows.append(table[table["type"].isin(CACHING_TYPES)].assign(caching=caching, served=trace.summary["requests"]["ok"]))
+    return pd.concat(rows, ignore_index=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--workdir", default=".tierlab/live", help="the running testbed (tierlab live up)")
+    ap.add_argument("--threads", default="4,8,16", help="M values to profile")
+    ap.add_argument("--connections", default="2,4,8", help="N values to profile")
+    ap.add_argument("--duration", type=float, default=25.0, help="measured seconds per run (after the warm-up)")
+    ap.add_argument("--warmup", type=float, default=8.0)
+    ap.add_argument("--timeout", type=float, default=1.0, help="seconds a request may wait for a thread or a connection")
+    ap.add_argument("--bound", type=float, default=25.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
+    ap.add_argument("--runs", type=int, default=3, help="runs per rate in the capacity search")
+    ap.add_argument("--caching-rate", type=float, default=6.0, help="sessions/s for the caching comparison")
+    a = ap.parse_args()
+    out = ROOT / "studies" / "results" / "live_sizing"
+    out.mkdir(parents=True, exist_ok=True)
+    bed = Testbed(a.workdir)
+    runner = LiveRunner(bed, MAPPING)
+    model = load_model(MODEL).with_changes({
+        "workload.think": {"exponential": 0.5},
+        "run.duration": a.warmup + a.duration, "run.warmup": a.warmup,
+        "tiers.app.pools.threads.timeout": a.timeout, "tiers.app.pools.db.timeout": a.timeout,
+        "tiers.app.pools.db.caching": "transaction",
+    })
+
+    caching = caching_study(bed, model.with_changes({"tiers.app.pools.threads.size": 10, "tiers.app.pools.db.size": 5}), runner, a.caching_rate)
+    caching.to_csv(out / "caching.csv", index=False)
+
+    Ms, Ns = ([int(v) for v in s.split(",")] for s in (a.threads, a.connections))
+    grid = profile_grid(model, Ms, Ns, runner=runner, bound=a.bound, max_rounds=3)
+    grid.write(out / "profile")
+    rates = PoolSizing(grid).rates()
+    rates.table.to_csv(out / "rates.csv", index=False)
+    best = rates.best()
+    M0, N0 = int(best["M"]), int(best["N"])
+    table = rates.table.set_index(["M", "N"])["lambda"]
+    # The optimum and its profiled neighbours along M at the same N.
+    configs = [(M, N0) for M in sorted({m for m in Ms if m >= N0} | {M0})]
+    predicted = {c: float(table.loc[c]) for c in configs}
+    step = round(0.05 * predicted[(M0, N0)], 2)
+    measured, trials = max_sustainable_rate(model, configs, predicted, step=step, runs=a.runs, runner=runner)
+    measured["predicted"] = [predicted[(int(m), int(n))] for m, n in zip(measured.M, measured.N)]
+    measured["error"] = (measured["predicted"] - measured["lambda_max"]) / measured["lambda_max"]
+    measured.to_csv(out / "validation.csv", index=False)
+    trials.to_csv(out / "trials.csv", index=False)
+    top = measured.loc[measured["lambda_max"].idxmax()]
+    result = {
+        "runs": {"duration": a.duration, "warmup": a.warmup, "timeout": a.timeout, "capacity_runs_per_rate": a.runs, "step": step},
+        "grid": {"M": Ms, "N": Ns, "L": grid.L, "not_overloaded": int((~grid.runs["overloaded"]).sum())},
+        "optimum": {"M": M0, "N": N0, "lambda_predicted": float(best["lambda"])},
+        "validation": measured.to_dict(orient="records"),
+        "measured_best": {"M": int(top.M), "N": int(top.N), "lambda_max": float(top.lambda_max)},
+        "error_at_optimum": float(measured.set_index(["M", "N"]).loc[(M0, N0), "error"]),
+        "caching": caching[["caching", "type", "count", "wait_thread", "p", "wait_db", "q_active", "q_idle", "db_requests"]].to_dict(orient="records"),
+    }
+    (out / "result.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    print(json.dumps(result, default=float))
+
+
+if __name__ == "__main__":
+    main()
