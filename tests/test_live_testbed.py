@@ -126,3 +126,20 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     assert failed > 0 and failed == (trace.requests.status == "error").sum()
     after = bed.run(_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING)
     assert (after.requests.status == "ok").all()  # recovered
+
+
+def _live_pools(trace) -> tuple:
+    m = trace.summary["tiers"]["app"]["servers"][0]
+    return m["threads"]["size"], m["connections"]["size"], m["connections"]["caching"], int(trace.requests["app.db_requests"].max())
+
+
+def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
+    """The live runner: every run's model sets M, N and the caching mode on the server."""
+    from tierlab.live.testbed import LiveRunner
+    from tierlab.sweep import Run, sweep
+
+    runs = [Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
+            Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2)]
+    seen = sweep(_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
+    assert seen == [(3, 2, "request", 1), (6, 4, "transaction", 101)]  # a Search asks 101 times without request caching
+    bed.admin.configure(threads=10, connections=5, caching="transaction", timeout=10)

@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from .cli_sizing import PROFILE_OPTIONS, VALIDATE_OPTIONS, _options, run_profile, run_validate
 from .sim import SimulationInterrupted
 
 err = Console(stderr=True)
@@ -74,6 +75,8 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
     err.print(f"trace written to [bold]{folder}[/]")
 
 
+HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None,
+                    help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
 WORKDIR = click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False),
                        help="The testbed's state, database file and logs.")
 
@@ -140,7 +143,7 @@ def live_config(workdir, threads, connections, caching) -> None:
 
 @live.command("run")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: examples' tpcw_http.yaml next to MODEL).")
+@HTTP
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True)
 @WORKDIR
 @click.option("--duration", type=float)
@@ -152,18 +155,59 @@ def live_config(workdir, threads, connections, caching) -> None:
 def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, quiet) -> None:
     """One measured load against the running testbed: the client's records joined with
     the server's phase profile (app.* columns) and the resource monitor's series."""
-    from pathlib import Path
-
     from .cli import print_summary
     from .live import testbed
 
-    mapping = mapping or str(Path(model).with_name("tpcw_http.yaml"))
     bed = testbed.Testbed(workdir)
     with live_progress("measuring", quiet) as bar:
         task = bar.add_task(bed.state.target, total=1.0, counts="")
-        trace = bed.run(model, mapping, duration=duration, warmup=warmup, seed=seed, clients=clients,
+        trace = bed.run(model, _mapping(model, mapping), duration=duration, warmup=warmup, seed=seed, clients=clients,
                         session_rate=session_rate, progress=live_tick(bar, task))
     folder = trace.write(out_dir)
     if not quiet:
         print_summary(trace)
     err.print(f"trace written to [bold]{folder}[/] (profile it with `tierlab profile {folder}`)")
+
+
+LIVE_RUNS = (
+    HTTP,
+    WORKDIR,
+    click.option("--duration", type=float, default=30.0, show_default=True, help="Measured seconds per run (after the warm-up)."),
+    click.option("--warmup", type=float, default=10.0, show_default=True),
+)
+
+
+def _live(model: str, mapping, workdir, duration, warmup, tier):
+    """The model with live run lengths, and the runner that measures the testbed."""
+    from .live.testbed import LiveRunner, Testbed
+    from .model import load_model
+
+    loaded = load_model(model).with_changes({"run.duration": warmup + duration, "run.warmup": warmup})
+    return loaded, LiveRunner(Testbed(workdir), _mapping(model, mapping), tier)
+
+
+def _mapping(model: str, mapping: str | None) -> str:
+    from pathlib import Path
+
+    return mapping or str(Path(model).with_name("tpcw_http.yaml"))
+
+
+@live.command("profile")
+@PROFILE_OPTIONS
+@_options(*LIVE_RUNS, click.option("--bound", type=float, required=True,
+                                   help="Sessions/s no (M, N) serves; the pilot runs offer twice this."))
+def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, duration, warmup, bound) -> None:
+    """Profiling tests on the running bookstore: its pools resized through the admin
+    endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""
+    loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
+    run_profile(loaded, out_dir, M, N, seeds, overload, tier, runner=runner, bound=bound)
+
+
+@live.command("validate")
+@VALIDATE_OPTIONS
+@_options(*LIVE_RUNS)
+def live_validate(model, configs, start, step, runs, tier, json_out, mapping, workdir, duration, warmup) -> None:
+    """The maximum sustainable session throughput of (M, N) configurations, measured on
+    the running bookstore (Totok & Karamcheti: ≥ 60% of the runs serve every request)."""
+    loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
+    run_validate(loaded, configs, start, step, runs, tier, json_out, runner=runner)

@@ -63,21 +63,52 @@ def size() -> None:
     """Size thread and connection pools (Totok & Karamcheti)."""
 
 
+def _options(*options):
+    """Apply click options in the order listed (shared by simulated and live commands)."""
+    def apply(f):
+        for o in reversed(options):
+            f = o(f)
+        return f
+    return apply
+
+
+PROFILE_OPTIONS = _options(
+    click.argument("model", type=click.Path(dir_okay=False)),
+    click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the profile."),
+    click.option("--threads", "M", default="5,10,15,20,30,50", show_default=True, help="Thread pool sizes M to profile."),
+    click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="Connection pool sizes N (points with M ≥ N are run)."),
+    click.option("--seeds", default="1", show_default=True, help="Seeds per point (results are pooled)."),
+    click.option("--overload", default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity."),
+    click.option("--tier", help="The tier whose pools are sized (default: the one with a threads and a connections pool)."),
+)
+VALIDATE_OPTIONS = _options(
+    click.argument("model", type=click.Path(dir_okay=False)),
+    click.option("--config", "configs", multiple=True, required=True, help="M,N to measure (repeatable)."),
+    click.option("--start", type=float, required=True, help="First rate to try (e.g. the predicted λ), sessions/s."),
+    click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s."),
+    click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
+    click.option("--tier", help="The tier whose pools are sized."),
+    click.option("--json", "json_out", type=click.Path(dir_okay=False)),
+)
+SIMULATED = _options(
+    click.option("--workers", type=int, help="Local worker processes (default: one per core)."),
+    click.option("--scheduler", help="Run on this Dask scheduler (tcp://host:8786) instead."),
+)
+
+
 @size.command("profile")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the profile.")
-@click.option("--threads", "M", default="5,10,15,20,30,50", show_default=True, help="Thread pool sizes M to profile.")
-@click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="Connection pool sizes N (points with M ≥ N are run).")
-@click.option("--seeds", default="1", show_default=True, help="Seeds per point (results are pooled).")
-@click.option("--overload", default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity.")
-@click.option("--tier", help="The tier whose pools are sized (default: the one with a threads and a connections pool).")
-@click.option("--workers", type=int, help="Local worker processes (default: one per core).")
-@click.option("--scheduler", help="Run on this Dask scheduler (tcp://host:8786) instead.")
+@PROFILE_OPTIONS
+@SIMULATED
 def size_profile(model, out_dir, M, N, seeds, overload, tier, workers, scheduler) -> None:
     """Profiling tests: p_i and q_i at each (M, N) under slight overload."""
+    run_profile(model, out_dir, M, N, seeds, overload, tier, workers=workers, scheduler=scheduler)
+
+
+def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
+    """`where`: workers/scheduler for the simulator, or runner/bound for a live system."""
     from .sizing import profile_grid
 
-    grid = profile_grid(model, _ints(M), _ints(N), overload=overload, seeds=_ints(seeds), tier=tier, workers=workers, scheduler=scheduler)
+    grid = profile_grid(model, _ints(M), _ints(N), overload=overload, seeds=_ints(seeds), tier=tier, **where)
     folder = grid.write(out_dir)
     late = grid.runs[~grid.runs["overloaded"]]
     if len(late):
@@ -144,23 +175,20 @@ def _plot_rates(rates, path: Path) -> None:
 
 
 @size.command("validate")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--config", "configs", multiple=True, required=True, help="M,N to measure (repeatable).")
-@click.option("--start", type=float, required=True, help="First rate to try (e.g. the predicted λ), sessions/s.")
-@click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s.")
-@click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request.")
-@click.option("--tier", help="The tier whose pools are sized.")
-@click.option("--workers", type=int)
-@click.option("--scheduler")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False))
-def size_validate(model, configs, start, step, runs, tier, workers, scheduler, json_out) -> None:
+@VALIDATE_OPTIONS
+@SIMULATED
+def size_validate(model, configs, start, step, runs, tier, json_out, workers, scheduler) -> None:
     """Measure the maximum sustainable session throughput of (M, N) configurations."""
+    run_validate(model, configs, start, step, runs, tier, json_out, workers=workers, scheduler=scheduler)
+
+
+def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> None:
     from .sizing import max_sustainable_rate
 
     pairs = [tuple(_ints(c)) for c in configs]
     if any(len(p) != 2 for p in pairs):
         raise InputError("--config takes M,N (two whole numbers)")
-    result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, workers=workers, scheduler=scheduler)
+    result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, **where)
     out.print(_table("maximum sustainable session throughput", result))
     if json_out:
         _write_json(json_out, {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")})
