@@ -7,7 +7,9 @@ the loopback admin endpoint. `tierlab live up` runs this as a background process
 Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
   GET  /metrics  pools (size, busy, queued, rejected), requests by status, caching
   POST /config   JSON {"threads": M, "connections": N, "caching": "request"|"transaction",
-                 "timeout": seconds a request waits for a thread or a connection}
+                 "timeout": seconds a request waits for a thread or a connection,
+                 "thread_priorities" / "connection_priorities": {type: priority}, lower
+                 served first — cross-tier priority; {} is FIFO}
   POST /drain    JSON {"records": [...]}: the per-request phase records since the last drain
 """
 
@@ -82,9 +84,15 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
 
 
 def apply_config(tier: Tier, body: dict) -> None:
-    unknown = set(body) - {"threads", "connections", "caching", "timeout"}
+    known = ("threads", "connections", "caching", "timeout", "thread_priorities", "connection_priorities")
+    unknown = set(body) - set(known)
     if unknown:
-        raise ValueError(f"unknown settings {sorted(unknown)}; known: threads, connections, caching, timeout")
+        raise ValueError(f"unknown settings {sorted(unknown)}; known: {', '.join(known)}")
+    for key, holder in (("thread_priorities", tier), ("connection_priorities", tier.db)):
+        if key in body:
+            if not isinstance(body[key], dict) or not all(isinstance(v, int) for v in body[key].values()):
+                raise ValueError(f"{key} must map request types to whole numbers, e.g. {{\"BUYC\": 0, \"SRES\": 1}}")
+            holder.priorities = dict(body[key])
     if "timeout" in body:
         if not float(body["timeout"]) > 0:
             raise ValueError(f"timeout must be > 0 seconds, got {body['timeout']}")
@@ -117,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     db = Database(a.db)
     pool = ConnectionPool(db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
     tier = Tier(Bookstore(db, pool), threads=a.threads, thread_timeout=a.timeout, db=pool)
-    server = create_server(tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=4096,
+    # waitress polls with select(), which fails beyond 1,024 descriptors; past its
+    # connection limit new connections wait in the listen backlog instead.
+    server = create_server(tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=900,
                            backlog=4096, channel_timeout=300, ident="tierlab-bookstore")
     # Listening on the application port first: an answering admin endpoint means "up".
     admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())

@@ -221,8 +221,9 @@ class Testbed:
 class LiveRunner:
     """Executes a sweep's runs on the testbed instead of the simulator (`sweep(...,
     runner=)`, hence `profile_grid` and `max_sustainable_rate`): each run's model sets
-    the server's pools — the sized tier's M, N, caching and wait timeout, through the
-    admin endpoint — and the load: workload, duration, warm-up, seed."""
+    the server's pools — the sized tier's M, N, caching, wait timeout and, for pools
+    with `queue: priority`, the request types' priorities (CTP), through the admin
+    endpoint — and the load: workload, duration, warm-up, seed."""
 
     def __init__(self, bed: Testbed, mapping, tier: str | None = None):
         self.bed, self.mapping, self.tier = bed, mapping, tier
@@ -235,7 +236,10 @@ class LiveRunner:
         threads, conns = pools[setting.threads], pools[setting.connections]
         # The middleware has one wait timeout for both pools; None in the model is forever.
         timeout = threads.timeout if threads.timeout is not None else 24 * 3600.0
-        self.bed.admin.configure(threads=threads.size, connections=conns.size, caching=conns.caching, timeout=timeout)
+        ranks = {name: r.priority for name, r in model.spec.requests.items()}
+        priorities = lambda pool: ranks if pool.queue == "priority" else {}  # noqa: E731
+        self.bed.admin.configure(threads=threads.size, connections=conns.size, caching=conns.caching, timeout=timeout,
+                                 thread_priorities=priorities(threads), connection_priorities=priorities(conns))
         return self.bed.run(model, self.mapping)
 
 
