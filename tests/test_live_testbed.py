@@ -144,20 +144,3 @@ def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
     assert seen == [(3, 2, "request", 1), (6, 4, "transaction", 101)]  # a Search asks 101 times without request caching
     bed.admin.configure(threads=10, connections=5, caching="transaction", timeout=10)
 
-
-def test_cross_tier_priority_lets_light_requests_pass_searches_waiting_for_a_connection(bed):
-    """One connection, many browsers: with Search ranked behind everything else (CTP),
-    the others wait less per connection request than Search does; FIFO treats all alike."""
-    def wait_per_request(priorities: dict) -> float:
-        bed.admin.configure(threads=30, connections=1, timeout=10, connection_priorities=priorities)
-        r = bed.run(_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 5, "run.warmup": 1}), MAPPING).requests
-        r = r[r["app.db_requests"] > 0]
-        per = r["app.wait_db"] / r["app.db_requests"]
-        search = r.type == "SRES"
-        return per[~search].mean() / per[search].mean()
-
-    try:
-        fifo, ctp = wait_per_request({}), wait_per_request({"SRES": 1})
-    finally:
-        bed.admin.configure(threads=10, connections=5, connection_priorities={})
-    assert ctp < 0.5 * fifo, (fifo, ctp)

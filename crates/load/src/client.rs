@@ -33,7 +33,9 @@ pub struct Shared {
     pub finished: AtomicU64,
     pub failed: AtomicU64,
     pub reconnects: AtomicU64,
-    pub collector: Mutex<Collector>,
+    /// Taken when the run ends; sessions of an aborted arrival task may still finish a
+    /// request on another worker after that, and record nothing (in flight at the end).
+    pub collector: Mutex<Option<Collector>>,
 }
 
 impl Shared {
@@ -52,8 +54,14 @@ impl Shared {
             finished: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
-            collector: Mutex::new(collector),
+            collector: Mutex::new(Some(collector)),
         })
+    }
+
+    fn record(&self, f: impl FnOnce(&mut Collector)) {
+        if let Some(c) = self.collector.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            f(c);
+        }
     }
 
     fn since_start(&self, t: Instant) -> f64 {
@@ -188,7 +196,7 @@ async fn session(
         .iter()
         .map(|v| if v.per == Per::Session { v.draw.sample(rng.get(Stream::Session)) } else { String::new() })
         .collect();
-    sh.collector.lock().unwrap().session_started(now_s);
+    sh.record(|c| c.session_started(now_s));
     let mut next = sh.nav.first(w, &mut walk, rng.get(Stream::Navigation), now_s);
     let mut send_at = arrived;
     while let Some(ty) = next {
@@ -210,7 +218,8 @@ async fn session(
         request(sh, browser, sid, ty, &values, intended).await;
         next = sh.nav.next(w, &mut walk, rng.get(Stream::Navigation), sh.since_start(Instant::now()));
     }
-    sh.collector.lock().unwrap().session_ended(sh.since_start(Instant::now()), walk.requests);
+    let now_s = sh.since_start(Instant::now());
+    sh.record(|c| c.session_ended(now_s, walk.requests));
     true
 }
 
@@ -261,5 +270,5 @@ async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values
         sh.failed.fetch_add(1, Relaxed);
     }
     let end = sh.since_start(Instant::now());
-    sh.collector.lock().unwrap().request(Done { id, session: sid, rtype: ty, start, end, failure, bytes });
+    sh.record(|c| c.request(Done { id, session: sid, rtype: ty, start, end, failure, bytes }));
 }

@@ -75,10 +75,7 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         while tasks.join_next().await.is_some() {}
         // Aborted sessions may still be unwinding: take the collector, not the Arc.
         let arrived = sh.arrived.load(Relaxed);
-        let collector = std::mem::replace(
-            &mut *sh.collector.lock().map_err(|_| "collector poisoned".to_string())?,
-            collect::Collector::new(0, 0.0, 1.0, false),
-        );
+        let collector = sh.collector.lock().unwrap_or_else(|e| e.into_inner()).take().ok_or("the run was collected twice")?;
         let run = json!({
             "source": "live", "target": target, "seed": seed, "duration": duration,
             "warmup": warmup, "window": window, "reconnects": sh.reconnects.load(Relaxed),
