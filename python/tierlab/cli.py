@@ -10,7 +10,6 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from .errors import InputError, ModelError, TraceError
@@ -39,16 +38,9 @@ def cli() -> None:
 def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
     """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
     loaded = load_model(model)
-    with Progress(
-        TextColumn("[bold]simulating[/] {task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>5.1f}%"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err,
-        disable=quiet,
-        transient=True,
-    ) as bar:
+    from .cli_live import live_progress
+
+    with live_progress("simulating", quiet, counts=False) as bar:
         task = bar.add_task(loaded.spec.name, total=1.0)
         try:
             trace = simulate(loaded, seed=seed, duration=duration, warmup=warmup, records=records, progress=lambda f: bar.update(task, completed=f))

@@ -15,13 +15,14 @@ from .sim import SimulationInterrupted
 err = Console(stderr=True)
 
 
-def live_progress(label: str, quiet: bool = False) -> Progress:
-    """A progress bar with the live request counts (see `live_tick`)."""
+def live_progress(label: str, quiet: bool = False, counts: bool = True) -> Progress:
+    """A run's progress bar (simulated or live); `counts`: with the live request counts
+    (see `live_tick`)."""
     return Progress(
         TextColumn(f"[bold]{label}[/] {{task.description}}"),
         BarColumn(),
         TextColumn("{task.percentage:>5.1f}%"),
-        TextColumn("{task.fields[counts]}"),
+        *([TextColumn("{task.fields[counts]}")] if counts else []),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=err,
