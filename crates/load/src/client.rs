@@ -59,7 +59,12 @@ impl Shared {
     }
 
     fn record(&self, f: impl FnOnce(&mut Collector)) {
-        if let Some(c) = self.collector.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(c) = self
+            .collector
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
             f(c);
         }
     }
@@ -70,7 +75,11 @@ impl Shared {
 
     /// The burst phase's rate multiplier (1 without modulation).
     fn factor(&self, phase: usize) -> f64 {
-        self.cfg.workload.burst.as_ref().map_or(1.0, |b| b.factor[phase])
+        self.cfg
+            .workload
+            .burst
+            .as_ref()
+            .map_or(1.0, |b| b.factor[phase])
     }
 }
 
@@ -194,10 +203,18 @@ async fn session(
         .cfg
         .values
         .iter()
-        .map(|v| if v.per == Per::Session { v.draw.sample(rng.get(Stream::Session)) } else { String::new() })
+        .map(|v| {
+            if v.per == Per::Session {
+                v.draw.sample(rng.get(Stream::Session))
+            } else {
+                String::new()
+            }
+        })
         .collect();
     sh.record(|c| c.session_started(now_s));
-    let mut next = sh.nav.first(w, &mut walk, rng.get(Stream::Navigation), now_s);
+    let mut next = sh
+        .nav
+        .first(w, &mut walk, rng.get(Stream::Navigation), now_s);
     let mut send_at = arrived;
     while let Some(ty) = next {
         let intended = match send_at.take() {
@@ -216,7 +233,12 @@ async fn session(
             }
         }
         request(sh, browser, sid, ty, &values, intended).await;
-        next = sh.nav.next(w, &mut walk, rng.get(Stream::Navigation), sh.since_start(Instant::now()));
+        next = sh.nav.next(
+            w,
+            &mut walk,
+            rng.get(Stream::Navigation),
+            sh.since_start(Instant::now()),
+        );
     }
     let now_s = sh.since_start(Instant::now());
     sh.record(|c| c.session_ended(now_s, walk.requests));
@@ -247,7 +269,14 @@ fn render(spec: &HttpRequest, values: &[String]) -> (String, String) {
     (target, form)
 }
 
-async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values: &[String], intended: Instant) {
+async fn request(
+    sh: &Shared,
+    browser: &mut Browser,
+    sid: u64,
+    ty: usize,
+    values: &[String],
+    intended: Instant,
+) {
     let spec = &sh.cfg.requests[ty];
     let id = sh.next_request.fetch_add(1, Relaxed) + 1;
     let start = sh.since_start(intended);
@@ -255,12 +284,23 @@ async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values
         sh.arrived.fetch_add(1, Relaxed);
     }
     let (target, body) = render(spec, values);
-    let out = Outgoing { method: &spec.method, target: &target, body: body.as_bytes(), id, session: sid, rtype: &sh.cfg.type_names[ty] };
+    let out = Outgoing {
+        method: &spec.method,
+        target: &target,
+        body: body.as_bytes(),
+        id,
+        session: sid,
+        rtype: &sh.cfg.type_names[ty],
+    };
     let before = browser.reconnects;
-    let result = timeout(Duration::from_secs_f64(sh.cfg.timeout), browser.fetch(sh.addr, &sh.cfg.target, &out))
-        .await
-        .unwrap_or(Err(Failure::Timeout));
-    sh.reconnects.fetch_add(browser.reconnects - before, Relaxed);
+    let result = timeout(
+        Duration::from_secs_f64(sh.cfg.timeout),
+        browser.fetch(sh.addr, &sh.cfg.target, &out),
+    )
+    .await
+    .unwrap_or(Err(Failure::Timeout));
+    sh.reconnects
+        .fetch_add(browser.reconnects - before, Relaxed);
     let (failure, bytes) = match result {
         Ok(bytes) => (None, bytes),
         Err(f) => (Some(f), 0),
@@ -270,5 +310,15 @@ async fn request(sh: &Shared, browser: &mut Browser, sid: u64, ty: usize, values
         sh.failed.fetch_add(1, Relaxed);
     }
     let end = sh.since_start(Instant::now());
-    sh.record(|c| c.request(Done { id, session: sid, rtype: ty, start, end, failure, bytes }));
+    sh.record(|c| {
+        c.request(Done {
+            id,
+            session: sid,
+            rtype: ty,
+            start,
+            end,
+            failure,
+            bytes,
+        })
+    });
 }

@@ -21,7 +21,9 @@ pub enum Failure {
 }
 
 impl Failure {
-    const NAMES: [&'static str; 6] = ["connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx"];
+    const NAMES: [&'static str; 6] = [
+        "connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx",
+    ];
 
     pub fn status(self) -> Status {
         match self {
@@ -45,7 +47,13 @@ pub struct Done {
     pub bytes: u64,
 }
 
-const METRICS: [&str; 5] = ["concurrency", "arrivals", "completions", "response_time", "errors"];
+const METRICS: [&str; 5] = [
+    "concurrency",
+    "arrivals",
+    "completions",
+    "response_time",
+    "errors",
+];
 
 pub struct Collector {
     warmup: f64,
@@ -96,7 +104,10 @@ impl Collector {
         w[3] += d.end - d.start;
         w[4] += d.failure.is_some() as u8 as f64;
         // Time-averaged in-flight requests: the request's overlap with each window.
-        let (first, last) = ((d.start / self.window) as usize, (d.end / self.window) as usize);
+        let (first, last) = (
+            (d.start / self.window) as usize,
+            (d.end / self.window) as usize,
+        );
         for i in first..=last {
             let (a, b) = (i as f64 * self.window, (i + 1) as f64 * self.window);
             self.windows[i][0] += (d.end.min(b) - d.start.max(a)).max(0.0) / self.window;
@@ -142,7 +153,14 @@ impl Collector {
 
     /// The trace. `elapsed`: how long the run went (short of `duration` if stopped);
     /// `arrived`: requests sent after the warm-up, finished or not.
-    pub fn finish(mut self, run: Value, type_names: Vec<String>, elapsed: f64, arrived: u64, interrupted: bool) -> Output {
+    pub fn finish(
+        mut self,
+        run: Value,
+        type_names: Vec<String>,
+        elapsed: f64,
+        arrived: u64,
+        interrupted: bool,
+    ) -> Output {
         let span = (elapsed - self.warmup).max(0.0);
         let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
         let finished: u64 = self.overall.status.iter().sum();
@@ -163,7 +181,12 @@ impl Collector {
         let series = TimeSeries {
             meta: METRICS
                 .iter()
-                .map(|m| SeriesMeta { tier: "client".into(), server: 0, resource: String::new(), metric: m })
+                .map(|m| SeriesMeta {
+                    tier: "client".into(),
+                    server: 0,
+                    resource: String::new(),
+                    metric: m,
+                })
                 .collect(),
             window_start: (0..n).map(|i| i as f64 * self.window).collect(),
             values,
@@ -206,6 +229,12 @@ impl Collector {
         if let (Value::Object(s), Value::Object(r)) = (&mut summary, run) {
             s.extend(r);
         }
-        Output { summary, series, records: self.records, type_names, tier_names: Vec::new() }
+        Output {
+            summary,
+            series,
+            records: self.records,
+            type_names,
+            tier_names: Vec::new(),
+        }
     }
 }

@@ -99,7 +99,9 @@ impl Template {
 pub fn percent_encode(s: &str, out: &mut String) {
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             b' ' => out.push('+'),
             _ => out.push_str(&format!("%{b:02X}")),
         }
@@ -126,7 +128,11 @@ mod tests {
 
     #[test]
     fn templates_fill_and_encode_values() {
-        let t = Template(vec![Piece::Text("/s?q=".into()), Piece::Value(1), Piece::Text("&x".into())]);
+        let t = Template(vec![
+            Piece::Text("/s?q=".into()),
+            Piece::Value(1),
+            Piece::Text("&x".into()),
+        ]);
         let values = vec!["7".to_string(), "war & peace".to_string()];
         let mut out = String::new();
         t.render(&values, &mut out);

@@ -74,7 +74,12 @@ impl Browser {
     }
 
     /// Send one request and read the whole response; the body's byte count on success.
-    pub async fn fetch(&mut self, addr: SocketAddr, host: &str, req: &Outgoing<'_>) -> Result<u64, Failure> {
+    pub async fn fetch(
+        &mut self,
+        addr: SocketAddr,
+        host: &str,
+        req: &Outgoing<'_>,
+    ) -> Result<u64, Failure> {
         // A kept-alive connection the server closed meanwhile fails before any response
         // byte; one retry on a fresh connection, as browsers do.
         let reused = self.stream.is_some();
@@ -92,12 +97,19 @@ impl Browser {
         }
     }
 
-    async fn attempt(&mut self, addr: SocketAddr, host: &str, req: &Outgoing<'_>) -> Result<u64, Attempt> {
+    async fn attempt(
+        &mut self,
+        addr: SocketAddr,
+        host: &str,
+        req: &Outgoing<'_>,
+    ) -> Result<u64, Attempt> {
         self.write_request(host, req);
         let stream = match self.stream.take() {
             Some(s) => s,
             None => {
-                let s = TcpStream::connect(addr).await.map_err(|_| Failure::Connect)?;
+                let s = TcpStream::connect(addr)
+                    .await
+                    .map_err(|_| Failure::Connect)?;
                 s.set_nodelay(true).map_err(|_| Failure::Connect)?;
                 s
             }
@@ -107,7 +119,8 @@ impl Browser {
         if stream.write_all(&self.out).await.is_err() {
             return Err(Attempt::Closed);
         }
-        let (status, length, keep_alive) = self.read_head(&mut stream, req.method == "HEAD").await?;
+        let (status, length, keep_alive) =
+            self.read_head(&mut stream, req.method == "HEAD").await?;
         let bytes = self.read_body(&mut stream, length).await?;
         if keep_alive {
             self.stream = Some(stream);
@@ -124,8 +137,16 @@ impl Browser {
         let o = &mut self.out;
         o.clear();
         // Writing into a Vec cannot fail.
-        let _ = write!(o, "{} {} HTTP/1.1\r\nHost: {host}\r\n", req.method, req.target);
-        let _ = write!(o, "X-Tierlab-Request: {}\r\nX-Tierlab-Session: {}\r\nX-Tierlab-Type: {}\r\n", req.id, req.session, req.rtype);
+        let _ = write!(
+            o,
+            "{} {} HTTP/1.1\r\nHost: {host}\r\n",
+            req.method, req.target
+        );
+        let _ = write!(
+            o,
+            "X-Tierlab-Request: {}\r\nX-Tierlab-Session: {}\r\nX-Tierlab-Type: {}\r\n",
+            req.id, req.session, req.rtype
+        );
         for (i, (k, v)) in self.cookies.iter().enumerate() {
             let _ = write!(o, "{}{k}={v}", if i == 0 { "Cookie: " } else { "; " });
         }
@@ -133,7 +154,11 @@ impl Browser {
             o.extend_from_slice(b"\r\n");
         }
         if !req.body.is_empty() {
-            let _ = write!(o, "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n", req.body.len());
+            let _ = write!(
+                o,
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+                req.body.len()
+            );
         }
         o.extend_from_slice(b"\r\n");
         o.extend_from_slice(req.body);
@@ -153,7 +178,11 @@ impl Browser {
 
     /// The status line and headers (1xx interim responses skipped): the status, how
     /// the body is delimited, and whether the connection stays open.
-    async fn read_head(&mut self, stream: &mut TcpStream, head_request: bool) -> Result<(u16, Length, bool), Attempt> {
+    async fn read_head(
+        &mut self,
+        stream: &mut TcpStream,
+        head_request: bool,
+    ) -> Result<(u16, Length, bool), Attempt> {
         let mut received = false;
         loop {
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
@@ -272,7 +301,9 @@ impl Browser {
                     self.buf.advance(n);
                     return Ok(());
                 }
-                httparse::Status::Partial if self.buf.len() > MAX_HEAD => return Err(Failure::Protocol),
+                httparse::Status::Partial if self.buf.len() > MAX_HEAD => {
+                    return Err(Failure::Protocol)
+                }
                 httparse::Status::Partial => self.more(stream).await?,
             }
         }
@@ -290,7 +321,9 @@ impl Browser {
     /// Keep `name=value` of a Set-Cookie header (attributes ignored: one host, one run).
     fn set_cookie(&mut self, text: &str) {
         let pair = text.split(';').next().unwrap_or("");
-        let Some((k, v)) = pair.split_once('=') else { return };
+        let Some((k, v)) = pair.split_once('=') else {
+            return;
+        };
         let (k, v) = (k.trim().to_string(), v.trim().to_string());
         match self.cookies.iter_mut().find(|(name, _)| *name == k) {
             Some(slot) => slot.1 = v,
@@ -304,11 +337,21 @@ mod tests {
     use super::*;
     use tokio::net::TcpListener;
 
-    const GET: Outgoing = Outgoing { method: "GET", target: "/x", body: b"", id: 7, session: 3, rtype: "HOME" };
+    const GET: Outgoing = Outgoing {
+        method: "GET",
+        target: "/x",
+        body: b"",
+        id: 7,
+        session: 3,
+        rtype: "HOME",
+    };
 
     /// A server that answers the n-th request on a connection with `replies[n]`, then
     /// closes; the requests it read come back through the handle.
-    async fn serve(replies: Vec<&'static [u8]>, connections: usize) -> (SocketAddr, tokio::task::JoinHandle<Vec<String>>) {
+    async fn serve(
+        replies: Vec<&'static [u8]>,
+        connections: usize,
+    ) -> (SocketAddr, tokio::task::JoinHandle<Vec<String>>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let handle = tokio::spawn(async move {
@@ -361,14 +404,22 @@ mod tests {
         assert_eq!(got, vec![Ok(5), Ok(7), Ok(0), Ok(13)]);
         assert_eq!(b.reconnects, 0, "one keep-alive connection for all four");
         let seen = server.await.unwrap();
-        assert!(seen[0].starts_with("GET /x HTTP/1.1\r\nHost: h\r\nX-Tierlab-Request: 7\r\n"), "{}", seen[0]);
-        assert!(!seen[0].contains("Cookie:") && seen[1].contains("Cookie: sid=9\r\n"), "{seen:?}");
+        assert!(
+            seen[0].starts_with("GET /x HTTP/1.1\r\nHost: h\r\nX-Tierlab-Request: 7\r\n"),
+            "{}",
+            seen[0]
+        );
+        assert!(
+            !seen[0].contains("Cookie:") && seen[1].contains("Cookie: sid=9\r\n"),
+            "{seen:?}"
+        );
     }
 
     #[tokio::test]
     async fn a_closed_idle_connection_is_retried_once_on_a_fresh_one() {
         // Each connection answers one request and closes without saying so.
-        let (addr, server) = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"], 3).await;
+        let (addr, server) =
+            serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"], 3).await;
         let (got, b) = fetch_all(addr, 3).await;
         assert_eq!(got, vec![Ok(2), Ok(2), Ok(2)]);
         assert_eq!(b.reconnects, 2);
@@ -388,7 +439,12 @@ mod tests {
         )
         .await;
         let (got, _) = fetch_all(addr, 4).await;
-        let expected = [Failure::Rejected, Failure::Http4xx, Failure::Http5xx, Failure::Protocol];
+        let expected = [
+            Failure::Rejected,
+            Failure::Http4xx,
+            Failure::Http5xx,
+            Failure::Protocol,
+        ];
         assert_eq!(got, expected.map(Err).to_vec());
         let (addr, _server) = serve(vec![b"this is not HTTP\r\n\r\n"], 1).await;
         assert_eq!(fetch_all(addr, 1).await.0, vec![Err(Failure::Protocol)]);
@@ -397,9 +453,18 @@ mod tests {
     #[tokio::test]
     async fn a_form_goes_out_with_its_length_and_type() {
         let (addr, server) = serve(vec![b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"], 1).await;
-        let post = Outgoing { method: "POST", body: b"a=1&b=2", ..GET };
+        let post = Outgoing {
+            method: "POST",
+            body: b"a=1&b=2",
+            ..GET
+        };
         Browser::default().fetch(addr, "h", &post).await.unwrap();
         let seen = server.await.unwrap();
-        assert!(seen[0].contains("Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\n"), "{seen:?}");
+        assert!(
+            seen[0].contains(
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 7\r\n\r\n"
+            ),
+            "{seen:?}"
+        );
     }
 }

@@ -46,8 +46,13 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         .map_err(|e| format!("cannot start the load generator's runtime: {e}"))?;
     rt.block_on(async move {
         let addr = reachable(&cfg.target, cfg.connect_timeout).await?;
-        let (duration, seed, warmup, window, types) =
-            (cfg.duration, cfg.seed, cfg.warmup, cfg.window, cfg.type_names.clone());
+        let (duration, seed, warmup, window, types) = (
+            cfg.duration,
+            cfg.seed,
+            cfg.warmup,
+            cfg.window,
+            cfg.type_names.clone(),
+        );
         let target = cfg.target.clone();
         let sh = Arc::new(client::Shared::new(cfg, addr)?);
         let mut tasks = client::start(&sh);
@@ -75,7 +80,12 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         while tasks.join_next().await.is_some() {}
         // Aborted sessions may still be unwinding: take the collector, not the Arc.
         let arrived = sh.arrived.load(Relaxed);
-        let collector = sh.collector.lock().unwrap_or_else(|e| e.into_inner()).take().ok_or("the run was collected twice")?;
+        let collector = sh
+            .collector
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or("the run was collected twice")?;
         let run = json!({
             "source": "live", "target": target, "seed": seed, "duration": duration,
             "warmup": warmup, "window": window, "reconnects": sh.reconnects.load(Relaxed),

@@ -414,12 +414,15 @@ impl Model {
                 }
             }
         }
-        if self
-            .links
-            .iter()
-            .any(|l| !(0.0..1.0).contains(&l.loss) || l.mss <= 0.0 || l.rto < 0.0 || l.initial_window.is_some_and(|w| w < 1.0))
-        {
-            return fail("links: loss must be in [0, 1), mss > 0, rto ≥ 0 and initial_window ≥ 1".into());
+        if self.links.iter().any(|l| {
+            !(0.0..1.0).contains(&l.loss)
+                || l.mss <= 0.0
+                || l.rto < 0.0
+                || l.initial_window.is_some_and(|w| w < 1.0)
+        }) {
+            return fail(
+                "links: loss must be in [0, 1), mss > 0, rto ≥ 0 and initial_window ≥ 1".into(),
+            );
         }
         if let Some(b) = &w.burst {
             if b.factor

@@ -147,11 +147,18 @@ impl Sim {
         match self.m.workload.population {
             Population::Open { .. } => self.schedule_arrival(),
             Population::Closed { .. } => {
-                let (now, scale, epoch) = (self.now, before / self.burst_factor(), self.sessions.epoch);
+                let (now, scale, epoch) =
+                    (self.now, before / self.burst_factor(), self.sessions.epoch);
                 for (slot, sess) in self.sessions.slots.iter_mut().enumerate() {
                     if let Some(t) = sess.wakes.as_mut() {
                         *t = now + (*t - now) * scale;
-                        self.events.push(*t, Ev::Send { session: slot as u32, epoch });
+                        self.events.push(
+                            *t,
+                            Ev::Send {
+                                session: slot as u32,
+                                epoch,
+                            },
+                        );
                     }
                 }
             }
@@ -191,7 +198,13 @@ impl Sim {
         let wakes = self.now + think;
         self.sessions.slots[slot as usize].wakes = Some(wakes);
         let epoch = self.sessions.epoch;
-        self.events.push(wakes, Ev::Send { session: slot, epoch });
+        self.events.push(
+            wakes,
+            Ev::Send {
+                session: slot,
+                epoch,
+            },
+        );
     }
 
     pub(crate) fn send(&mut self, slot: u32, epoch: u32) {
@@ -218,11 +231,15 @@ impl Sim {
         let sess = &mut s.slots[slot as usize];
         sess.id = s.next_id;
         sess.wakes = None;
-        s.navigator.begin(w, &mut sess.walk, self.rng.get(Stream::Session), now);
+        s.navigator
+            .begin(w, &mut sess.walk, self.rng.get(Stream::Session), now);
         sess.weight = w.weight.sample(self.rng.get(Stream::Session));
         sess.homes.clear();
         sess.homes.resize(s.tiers, (None, None));
-        match s.navigator.first(w, &mut sess.walk, self.rng.get(Stream::Navigation), now) {
+        match s
+            .navigator
+            .first(w, &mut sess.walk, self.rng.get(Stream::Navigation), now)
+        {
             Some(ty) => Some((slot, ty)),
             None => {
                 self.end_session(slot);
@@ -236,7 +253,10 @@ impl Sim {
         let s = &mut self.sessions;
         let sess = &mut s.slots[slot as usize];
         let rng = self.rng.get(Stream::Navigation);
-        match s.navigator.next(&self.m.workload, &mut sess.walk, rng, self.now) {
+        match s
+            .navigator
+            .next(&self.m.workload, &mut sess.walk, rng, self.now)
+        {
             Some(ty) => {
                 sess.pending = ty;
                 self.schedule_send(slot);

@@ -63,7 +63,13 @@ impl Navigator {
     }
 
     /// The session's first request type; None if it ends before any request.
-    pub fn first(&self, w: &Workload, walk: &mut Walk, rng: &mut Pcg64Mcg, now: f64) -> Option<usize> {
+    pub fn first(
+        &self,
+        w: &Workload,
+        walk: &mut Walk,
+        rng: &mut Pcg64Mcg,
+        now: f64,
+    ) -> Option<usize> {
         match w.chain.roles[walk.state] {
             StateRole::Request(ty) => {
                 walk.history.push(walk.state);
@@ -75,7 +81,13 @@ impl Navigator {
 
     /// A request of the session finished (any status): the next request type, or None
     /// when the session ends.
-    pub fn next(&self, w: &Workload, walk: &mut Walk, rng: &mut Pcg64Mcg, now: f64) -> Option<usize> {
+    pub fn next(
+        &self,
+        w: &Workload,
+        walk: &mut Walk,
+        rng: &mut Pcg64Mcg,
+        now: f64,
+    ) -> Option<usize> {
         walk.requests += 1;
         if walk.requests >= walk.limit {
             return None;
@@ -85,7 +97,13 @@ impl Navigator {
 
     /// Walk from the current state to the next page; None = the session ends (End
     /// state, BACK with no history, or the session-time rule).
-    fn navigate(&self, w: &Workload, walk: &mut Walk, rng: &mut Pcg64Mcg, now: f64) -> Option<usize> {
+    fn navigate(
+        &self,
+        w: &Workload,
+        walk: &mut Walk,
+        rng: &mut Pcg64Mcg,
+        now: f64,
+    ) -> Option<usize> {
         let chain = &w.chain;
         let at_state = match w.end {
             SessionEnd::AfterTime { at_state, .. } => at_state,
