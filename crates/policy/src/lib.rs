@@ -6,13 +6,13 @@
 //! dispatchers sharing one cluster exchange [`Metrics`] now and then ([`Dispatch::sync`]).
 
 mod config;
-mod load;
+mod metrics;
 mod queue;
 mod redal;
 mod simple;
 
 pub use config::Policy;
-pub use load::{Load, Metrics};
+pub use metrics::{Load, Metrics};
 pub use queue::WaitQueue;
 pub use redal::{sync_message_bytes, Redal, RedalConfig};
 pub use simple::{Affinity, AffinityCap, LeastActive, PowerOfTwo, Random, RoundRobin};
