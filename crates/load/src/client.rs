@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use rand::RngExt;
 use rand_distr::{Distribution, Exp1};
-use sim::model::Population;
-use sim::rng::{splitmix, Stream, Streams};
-use sim::walk::{Navigator, Walk};
 use tokio::sync::watch;
 use tokio::time::{sleep_until, timeout, Instant};
+use workload::rng::{splitmix, Stream, Streams};
+use workload::spec::Population;
+use workload::walk::{Navigator, Walk};
 
 use crate::collect::{Collector, Done, Failure};
 use crate::config::{Config, HttpRequest, Per};

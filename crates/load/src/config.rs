@@ -4,7 +4,7 @@
 use rand::RngExt;
 use rand_pcg::Pcg64Mcg;
 use serde::Deserialize;
-use sim::model::Workload;
+use workload::spec::Workload;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,5 +1,5 @@
 //! tierlab's live load generator: the model's session workload (the same chain walk as
-//! the simulator, `sim::walk`) against a real HTTP server, measured from each request's
+//! the simulator, `workload::walk`) against a real HTTP server, measured from each request's
 //! intended send time into HdrHistogram, and written in the trace schema (client view).
 
 mod client;

@@ -3,14 +3,14 @@
 
 use rand::RngExt;
 use serde_json::{json, Map};
+use workload::dist::Dist;
+use workload::rng::{Stream, Streams};
 
 use crate::cluster::Cluster;
-use crate::dist::Dist;
 use crate::events::{Ev, EventQueue};
 use crate::model::{Model, PoolKind, Station as StationSpec};
 use crate::pool::{Acquire, Pool};
 use crate::program::{flatten, Instr};
-use crate::rng::{Stream, Streams};
 use crate::session::Sessions;
 use crate::station::{Fcfs, Ps};
 use crate::stats::*;

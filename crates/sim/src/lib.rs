@@ -6,18 +6,15 @@
 //! ([`stats::Output`]), the trace schema of `docs/trace.md`.
 
 mod cluster;
-pub mod dist;
 mod engine;
 mod events;
 pub mod model;
 mod pool;
 mod program;
-pub mod rng;
 mod session;
 mod station;
 pub mod stats;
 mod timeavg;
-pub mod walk;
 
 pub use engine::Sim;
 

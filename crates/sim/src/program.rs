@@ -1,7 +1,8 @@
 //! Step programs flattened for execution: loops become jumps, distributions move to an
 //! arena so an instruction is a few bytes and `Copy`.
 
-use crate::dist::Dist;
+use workload::dist::Dist;
+
 use crate::model::Step;
 
 #[derive(Debug, Clone, Copy)]

@@ -3,12 +3,12 @@
 
 use rand::RngExt;
 use serde_json::{json, Value};
+use workload::rng::Stream;
+use workload::spec::{Population, Workload};
+use workload::walk::{Navigator, Walk};
 
 use crate::engine::Sim;
 use crate::events::Ev;
-use crate::model::{Population, Workload};
-use crate::rng::Stream;
-use crate::walk::{Navigator, Walk};
 
 #[derive(Default)]
 struct Session {

@@ -5,7 +5,7 @@
 use rand::RngExt;
 use rand_pcg::Pcg64Mcg;
 
-use crate::model::{SessionEnd, StateRole, Workload};
+use crate::spec::{SessionEnd, StateRole, Workload};
 
 /// Pages kept for BACK; older ones are forgotten.
 const HISTORY: usize = 64;
