@@ -7,10 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rand::RngExt;
-use rand_distr::{Distribution, Exp1};
 use tokio::sync::watch;
 use tokio::time::{sleep_until, timeout, Instant};
+use workload::burst::Phases;
 use workload::rng::{splitmix, Stream, Streams};
 use workload::spec::Population;
 use workload::walk::{Navigator, Walk};
@@ -23,6 +22,7 @@ use crate::http::{Browser, Outgoing};
 pub struct Shared {
     pub cfg: Config,
     nav: Navigator,
+    phases: Phases,
     pub addr: SocketAddr,
     pub t0: Instant,
     end: Instant,
@@ -44,6 +44,7 @@ impl Shared {
         let t0 = Instant::now();
         Ok(Shared {
             nav: Navigator::new(&cfg.workload),
+            phases: Phases::new(cfg.workload.burst.as_ref()),
             end: t0 + Duration::from_secs_f64(cfg.duration),
             cfg,
             addr,
@@ -71,15 +72,6 @@ impl Shared {
 
     fn since_start(&self, t: Instant) -> f64 {
         (t - self.t0).as_secs_f64()
-    }
-
-    /// The burst phase's rate multiplier (1 without modulation).
-    fn factor(&self, phase: usize) -> f64 {
-        self.cfg
-            .workload
-            .burst
-            .as_ref()
-            .map_or(1.0, |b| b.factor[phase])
     }
 }
 
@@ -110,18 +102,17 @@ pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
 /// The burst phase as a watch channel, switched by its own task (MMPP: exponential
 /// sojourns, started in the stationary distribution). Without bursts, phase 0 forever.
 fn bursts(sh: &Arc<Shared>, tasks: &mut tokio::task::JoinSet<()>) -> watch::Receiver<usize> {
-    let Some(b) = &sh.cfg.workload.burst else {
+    let (phases, mut rng) = (sh.phases, Streams::new(sh.cfg.seed));
+    if !phases.modulated() {
         return watch::channel(0).1;
-    };
-    let (leave, mut rng) = (b.leave, Streams::new(sh.cfg.seed));
-    let exp = |rng: &mut Streams| -> f64 { Exp1.sample(rng.get(Stream::Arrivals)) };
-    let u: f64 = rng.get(Stream::Arrivals).random();
-    let first = (u >= leave[1] / (leave[0] + leave[1])) as usize;
+    }
+    let first = phases.start(&mut rng);
     let (tx, rx) = watch::channel(first);
     tasks.spawn(async move {
         let mut phase = first;
         loop {
-            tokio::time::sleep(Duration::from_secs_f64(exp(&mut rng) / leave[phase])).await;
+            let sojourn = phases.sojourn(phase, &mut rng);
+            tokio::time::sleep(Duration::from_secs_f64(sojourn)).await;
             phase ^= 1;
             if tx.send(phase).is_err() {
                 return;
@@ -138,8 +129,7 @@ async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>)
     let mut rng = Streams::new(sh.cfg.seed);
     let mut sessions = tokio::task::JoinSet::new();
     let gap = |rng: &mut Streams, phase: usize| -> Duration {
-        let x: f64 = Exp1.sample(rng.get(Stream::Arrivals));
-        Duration::from_secs_f64(x / (rate * sh.factor(phase)))
+        Duration::from_secs_f64(sh.phases.arrival_gap(rate, phase, rng))
     };
     let mut at = Instant::now() + gap(&mut rng, *phase.borrow());
     let mut arrived = 0u64;
@@ -165,9 +155,9 @@ async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>)
 /// Think before the next request: the intended send time. Under bursts the think
 /// clock runs at the phase's rate, so a phase switch rescales what is left.
 async fn think(sh: &Shared, rng: &mut Streams, phase: &mut watch::Receiver<usize>) -> Instant {
-    let mut factor = sh.factor(*phase.borrow_and_update());
+    let mut current = *phase.borrow_and_update();
     let draw = sh.cfg.workload.think.sample(rng.get(Stream::Think));
-    let mut wake = Instant::now() + Duration::from_secs_f64(draw / factor);
+    let mut wake = Instant::now() + Duration::from_secs_f64(draw / sh.phases.factor(current));
     loop {
         if wake <= Instant::now() {
             return wake; // no think time (or already late): no timer round trip
@@ -175,9 +165,10 @@ async fn think(sh: &Shared, rng: &mut Streams, phase: &mut watch::Receiver<usize
         tokio::select! {
             _ = sleep_until(wake) => return wake,
             Ok(()) = phase.changed() => {
-                let (now, before) = (Instant::now(), factor);
-                factor = sh.factor(*phase.borrow_and_update());
-                wake = now + (wake.saturating_duration_since(now)).mul_f64(before / factor);
+                let (now, from) = (Instant::now(), current);
+                current = *phase.borrow_and_update();
+                let left = wake.saturating_duration_since(now).as_secs_f64();
+                wake = now + Duration::from_secs_f64(sh.phases.rescale(left, from, current));
             }
         }
     }

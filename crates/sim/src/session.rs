@@ -1,8 +1,8 @@
 //! The workload: sessions walking a Markov chain of request types with think times,
 //! as an open (Poisson session arrivals) or closed (N emulated browsers) population.
 
-use rand::RngExt;
 use serde_json::{json, Value};
+use workload::burst::Phases;
 use workload::rng::Stream;
 use workload::spec::{Population, Workload};
 use workload::walk::{Navigator, Walk};
@@ -28,8 +28,9 @@ struct Session {
 
 pub struct Sessions {
     tiers: usize,
-    /// Burst modulation: the current phase, and the epoch that invalidates an arrival
-    /// or a think time's end scheduled at the previous phase's rate.
+    /// Burst modulation: the phases, the current one, and the epoch that invalidates
+    /// an arrival or a think time's end scheduled at the previous phase's rate.
+    phases: Phases,
     phase: usize,
     epoch: u32,
     slots: Vec<Session>,
@@ -46,6 +47,7 @@ impl Sessions {
     pub fn new(w: &Workload, tiers: usize) -> Self {
         Sessions {
             tiers,
+            phases: Phases::new(w.burst.as_ref()),
             phase: 0,
             epoch: 0,
             slots: Vec::new(),
@@ -99,10 +101,8 @@ impl Sessions {
 
 impl Sim {
     pub(crate) fn start_workload(&mut self) {
-        if let Some(b) = &self.m.workload.burst {
-            // Start in the stationary phase distribution: P(phase 0) = leave[1] / Σ leave.
-            let u: f64 = self.rng.get(Stream::Arrivals).random();
-            self.sessions.phase = (u >= b.leave[1] / (b.leave[0] + b.leave[1])) as usize;
+        self.sessions.phase = self.sessions.phases.start(&mut self.rng);
+        if self.sessions.phases.modulated() {
             self.schedule_burst_switch();
         }
         match self.m.workload.population {
@@ -115,43 +115,27 @@ impl Sim {
         }
     }
 
-    /// The burst phase's rate multiplier (1 without modulation).
-    fn burst_factor(&self) -> f64 {
-        self.m
-            .workload
-            .burst
-            .as_ref()
-            .map_or(1.0, |b| b.factor[self.sessions.phase])
-    }
-
-    fn exp1(&mut self) -> f64 {
-        rand_distr::Distribution::<f64>::sample(&rand_distr::Exp1, self.rng.get(Stream::Arrivals))
-    }
-
     fn schedule_burst_switch(&mut self) {
-        let b = self.m.workload.burst.as_ref().expect("modulated");
-        let rate = b.leave[self.sessions.phase];
-        let t = self.now + self.exp1() / rate;
+        let s = &self.sessions;
+        let t = self.now + s.phases.sojourn(s.phase, &mut self.rng);
         self.events.push(t, Ev::BurstSwitch);
     }
 
     /// The phase changes; an open population's next arrival is redrawn at the new
-    /// rate (memoryless, so this is exact). Think times run on a clock that goes at the
-    /// phase's rate factor, so what is left of each is rescaled — exact for exponential
-    /// think times, and no client sits out a burst in a think drawn before it.
+    /// rate, a closed population's think times are rescaled to the new clock rate.
     pub(crate) fn burst_switch(&mut self) {
-        let before = self.burst_factor();
+        let from = self.sessions.phase;
         self.sessions.phase ^= 1;
         self.sessions.epoch += 1;
         self.schedule_burst_switch();
         match self.m.workload.population {
             Population::Open { .. } => self.schedule_arrival(),
             Population::Closed { .. } => {
-                let (now, scale, epoch) =
-                    (self.now, before / self.burst_factor(), self.sessions.epoch);
-                for (slot, sess) in self.sessions.slots.iter_mut().enumerate() {
+                let s = &mut self.sessions;
+                let (now, to, epoch) = (self.now, s.phase, s.epoch);
+                for (slot, sess) in s.slots.iter_mut().enumerate() {
                     if let Some(t) = sess.wakes.as_mut() {
-                        *t = now + (*t - now) * scale;
+                        *t = now + s.phases.rescale(*t - now, from, to);
                         self.events.push(
                             *t,
                             Ev::Send {
@@ -169,7 +153,8 @@ impl Sim {
         let Population::Open { session_rate } = self.m.workload.population else {
             return;
         };
-        let gap = self.exp1() / (session_rate * self.burst_factor());
+        let s = &self.sessions;
+        let gap = s.phases.arrival_gap(session_rate, s.phase, &mut self.rng);
         let epoch = self.sessions.epoch;
         self.events
             .push(self.now + gap, Ev::SessionArrival { epoch });
@@ -194,7 +179,9 @@ impl Sim {
     }
 
     fn schedule_send(&mut self, slot: u32) {
-        let think = self.m.workload.think.sample(self.rng.get(Stream::Think)) / self.burst_factor();
+        let s = &self.sessions;
+        let think =
+            self.m.workload.think.sample(self.rng.get(Stream::Think)) / s.phases.factor(s.phase);
         let wakes = self.now + think;
         self.sessions.slots[slot as usize].wakes = Some(wakes);
         let epoch = self.sessions.epoch;

@@ -4,6 +4,7 @@
 //! [`dist::Dist`], under an optional two-phase burst modulation ([`burst`]), each
 //! purpose drawing from its own random stream ([`rng`]).
 
+pub mod burst;
 pub mod dist;
 pub mod rng;
 pub mod spec;
