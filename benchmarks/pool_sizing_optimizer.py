@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from tierlab.sizing import PoolSetting, PoolSizing, ProfileGrid
+from tierlab.experiments.sizing import PoolSetting, PoolSizing, ProfileGrid
 
 TYPES = [f"T{i}" for i in range(14)]
 GRID = [1, 2, 5, 10, 20, 30, 50, 75, 100, 150, 200]

@@ -4,11 +4,11 @@ bottleneck of a two-node e-commerce site.
 
 1. Black-box (their Fig. 3): a client ramp for each memory scenario (well-connected
    clients); the knee of the 90th-percentile response-time curve is the capacity. Each
-   ramp finds its own range (tierlab.ramp.bracket: doubling from 5 clients until the
+   ramp finds its own range (tierlab.experiments.ramp.bracket: doubling from 5 clients until the
    p90 has grown tenfold), so every knee sits inside an evenly spaced ramp.
 2. White-box (their Figs. 5–7, Table 2): a run near each knee (1.1 × the knee, as the
    paper's 60/300/360 clients sit just past its 30/270/330) for every memory × network
-   scenario; the level of every resource, and the bottleneck by tierlab.bottleneck.
+   scenario; the level of every resource, and the bottleneck by tierlab.analysis.bottleneck.
 
     python studies/andreolini.py            # the full study
     python studies/andreolini.py --quick    # coarser ramps, one seed, shorter runs
@@ -30,8 +30,8 @@ import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
 from tierlab import simulate  # noqa: E402
-from tierlab.bottleneck import bottleneck, resources  # noqa: E402
-from tierlab.ramp import ramp  # noqa: E402
+from tierlab.analysis.bottleneck import bottleneck, resources  # noqa: E402
+from tierlab.experiments.ramp import ramp  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

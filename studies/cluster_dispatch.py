@@ -2,7 +2,7 @@
 5–100 simultaneous sessions (20 app servers, 2 web servers, hierarchical), then 10/20/30
 app servers, and 1/2/5 web servers hierarchical vs shared ("NH").
 
-Measures per run (tierlab.cluster.cluster_metrics): throughput per app server, average
+Measures per run (tierlab.analysis.dispatch.cluster_metrics): throughput per app server, average
 response time (ART), peak app-server CPU utilization, load imbalance (coefficient of
 variation of per-server load over time) and session migrations per request; means with
 95% confidence intervals over seeds.
@@ -28,8 +28,8 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
-from tierlab.cluster import cluster_metrics  # noqa: E402
-from tierlab.sweep import Run, sweep  # noqa: E402
+from tierlab.analysis.dispatch import cluster_metrics  # noqa: E402
+from tierlab.run import Run, sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_cluster.yaml"

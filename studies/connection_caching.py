@@ -24,8 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
-from tierlab.profile import profile  # noqa: E402
-from tierlab.sweep import Run, sweep  # noqa: E402
+from tierlab.analysis.profile import request_profile  # noqa: E402
+from tierlab.run import Run, sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = {"SRES": "Search", "BUYR": "Buy Request", "BUYC": "Buy Confirm"}
@@ -35,7 +35,7 @@ POOLS = ((30, 30), (15, 5))  # the paper's (M, N), and the method's optimum for 
 
 
 def _phases(trace):
-    return profile(trace).phases
+    return request_profile(trace).phases
 
 
 def main() -> None:

@@ -27,8 +27,8 @@ import pandas as pd
 
 from tierlab import load_model
 from tierlab.live.testbed import LiveRunner, Testbed
-from tierlab.profile import profile
-from tierlab.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid
+from tierlab.analysis.profile import request_profile
+from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -40,7 +40,7 @@ def caching_study(bed: Testbed, model, runner: LiveRunner, rate: float) -> pd.Da
     rows = []
     for caching in ("transaction", "request"):
         trace = runner(model.with_changes({"tiers.app.pools.db.caching": caching, "workload.population.session_rate": rate}))
-        table = profile(trace).table().reset_index()
+        table = request_profile(trace).table().reset_index()
         rows.append(table[table["type"].isin(CACHING_TYPES)].assign(caching=caching, served=trace.summary["requests"]["ok"]))
     return pd.concat(rows, ignore_index=True)
 

@@ -23,9 +23,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
-from tierlab.profile import profile  # noqa: E402
-from tierlab.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, mix_distance, profile_grid  # noqa: E402
-from tierlab.sweep import Run, sweep  # noqa: E402
+from tierlab.analysis.profile import request_profile  # noqa: E402
+from tierlab.experiments.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, mix_distance, profile_grid  # noqa: E402
+from tierlab.run import Run, sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -36,7 +36,7 @@ MIXES = {"profiling": {}, "load1": {"PROD": 12.0}, "load2": {"SREQ": 5.0, "SRES"
 
 
 def _mix(trace):
-    p = profile(trace)
+    p = request_profile(trace)
     return p.share * p.L
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import json
 import warnings
 
-from tierlab.sizing import all_served
-from tierlab.sweep import Run, sweep
+from tierlab.experiments.sizing import all_served
+from tierlab.run import Run, sweep
 
 RATES = (2.9, 3.0, 3.1, 3.2, 3.3, 3.4)
 SEEDS = range(1, 6)

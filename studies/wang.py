@@ -11,7 +11,7 @@
 4. Stabilizers: cross-tier priority at the Tomcat connection pool (their Fig. 10),
    and a lower DB-connection limit per servlet (their Fig. 11).
 
-Bursty load is a two-state MMPP on the think times (tierlab.burst): bursts take 30% of
+Bursty load is a two-state MMPP on the think times (tierlab.model.burst): bursts take 30% of
 the time at 1.5× the calm rate (1.3× the mean), their length set by I.
 
     python studies/wang.py            # the full study
@@ -36,9 +36,9 @@ import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
-from tierlab.fluctuations import bimodality, cov, rate, residence  # noqa: E402
-from tierlab.ramp import retransmission_threshold  # noqa: E402
-from tierlab.sweep import Run, sweep  # noqa: E402
+from tierlab.analysis.fluctuations import bimodality, cov, rate, residence  # noqa: E402
+from tierlab.experiments.ramp import retransmission_threshold  # noqa: E402
+from tierlab.run import Run, sweep  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -38,10 +38,10 @@ def run(model: dict, **kw) -> tierlab.Trace:
 def chain_mix(loaded) -> dict[str, float]:
     """The request mix of a loaded model's chain: its stationary distribution for
     sessions that never end by the chain (tierlab.model.chain.visit_mix)."""
-    from tierlab.model.chain import load as load_chain, visit_mix
+    from tierlab.model.chain import read_chain, visit_mix
 
     spec = loaded.spec.workload.chain
-    data, problems = load_chain(spec, loaded.base_dir)
+    data, problems = read_chain(spec, loaded.base_dir)
     assert not problems
     roles = ["entry" if s == spec.start else "page" for s in data.states]
     return visit_mix(data, data.index(spec.start), roles)[0]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import tierlab
-from tierlab.bottleneck import GRACEFUL, TOKEN, bottleneck, breakdown
+from tierlab.analysis.bottleneck import GRACEFUL, TOKEN, bottleneck, breakdown
 from conftest import single_request_sessions
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 
 import tierlab
-from tierlab.burst import fit_mmpp
+from tierlab.model.burst import fit_mmpp
 from conftest import single_request_sessions
 
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import brentq
 
 import tierlab
-from tierlab.cluster import cluster_metrics
+from tierlab.analysis.dispatch import cluster_metrics
 from conftest import run, single_request_sessions
 
 

@@ -254,7 +254,7 @@ def test_interrupt_keeps_what_was_measured():
         if len(calls) == 2:
             raise KeyboardInterrupt
 
-    with pytest.raises(tierlab.SimulationInterrupted) as e:
+    with pytest.raises(tierlab.RunInterrupted) as e:
         tierlab.simulate(EXAMPLES / "rubbos_3tier.yaml", duration=3_000, warmup=1, progress=progress)
     t = e.value.result
     assert t.interrupted and t.summary["interrupted"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import tierlab
-from tierlab.fluctuations import bimodality, fluctuations, tiers
+from tierlab.analysis.fluctuations import bimodality, fluctuations, tiers
 from conftest import single_request_sessions
 
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from tierlab.live.middleware import ConnectionPool, Tier
-from tierlab.live.pool import PoolTimeout, TokenPool
+from tierlab.live.server.middleware import ConnectionPool, Tier
+from tierlab.live.server.pool import PoolRejected, TokenPool
 
 
 def test_waiters_are_served_by_priority_then_in_order():
@@ -38,7 +38,7 @@ def test_waiters_are_served_by_priority_then_in_order():
 def test_a_timeout_rejects_and_counts_and_a_resize_admits_waiters():
     pool = TokenPool("threads", 1, timeout=0.05)
     pool.acquire()
-    with pytest.raises(PoolTimeout):
+    with pytest.raises(PoolRejected):
         pool.acquire()
     assert pool.sample()["rejected"] == 1 and pool.sample()["queued"] == 0
     got = threading.Event()

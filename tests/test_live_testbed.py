@@ -49,13 +49,14 @@ def bed(request, tmp_path_factory):
 
 
 def _model(**changes):
+    """The TPC-W example as the tests run it: the server's pools come from the model."""
     base = {"workload.population": {"clients": 12}, "workload.think": 0.02, "workload.session_end": {"after_requests": 100_000},
-            "run.duration": 10, "run.warmup": 2, "run.seed": 4}
+            "run.duration": 10, "run.warmup": 2, "run.seed": 4,
+            "tiers.app.pools.threads.size": 10, "tiers.app.pools.db.size": 5, "tiers.app.pools.db.caching": "transaction"}
     return load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes(base | changes)
 
 
 def test_phases_add_up_and_the_mix_follows_the_chain(bed):
-    bed.admin.configure(threads=10, connections=5, caching="transaction")
     model = _model()
     trace = bed.run(model, MAPPING)
     r = trace.requests
@@ -82,29 +83,24 @@ def test_phases_add_up_and_the_mix_follows_the_chain(bed):
 
 
 def test_request_wide_caching_takes_one_connection_and_holds_it_idle(bed):
-    bed.admin.configure(caching="request")
-    try:
-        trace = bed.run(_model(**{"run.duration": 6, "run.warmup": 1}), MAPPING)
-    finally:
-        bed.admin.configure(caching="transaction")
+    trace = bed.run(_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.db.caching": "request"}), MAPPING)
     r = trace.requests
     uses_db = r[r["app.db_requests"] > 0]
     assert len(uses_db) > 50 and (uses_db["app.db_requests"] == 1).all()
     search = r[r.type == "SRES"]
     assert (search["app.with_db_idle"] > 0).all()
-    assert bed.wait_idle()["connections"]["busy"] == 0  # nothing held after the run
+    assert bed.wait_idle()["pools"]["connections"]["busy"] == 0  # nothing held after the run
 
 
 def test_too_few_threads_reject_with_503_and_nothing_leaks(bed):
     """One thread with a short wait: requests beyond it are explicit, counted 503s."""
-    bed.admin.configure(threads=1, connections=1, timeout=0.05)
-    try:
-        trace = bed.run(_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}), MAPPING)
-    finally:
-        bed.admin.configure(threads=10, connections=5, timeout=10)
+    pools = {"tiers.app.pools.threads": {"kind": "threads", "size": 1, "timeout": 0.05},
+             "tiers.app.pools.db": {"kind": "connections", "size": 1, "timeout": 0.05, "caching": "transaction"}}
+    trace = bed.run(_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools),
+                    MAPPING)
     s = trace.summary
     assert s["requests"]["ok"] > 0 and s["requests"]["rejected"] > 0
-    m = bed.wait_idle()
+    m = bed.wait_idle()["pools"]
     assert m["threads"]["busy"] == 0 and m["connections"]["busy"] == 0
     # Every 503 the client saw is a rejection the server counted (none lost).
     assert s["errors"]["http_503"] == (trace.requests.status == "rejected").sum()
@@ -119,7 +115,7 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     restart.start()
     trace = bed.run(_model(**{"run.duration": 8, "run.warmup": 0}), MAPPING)
     restart.join()
-    m = bed.wait_idle()
+    m = bed.wait_idle()["pools"]
     assert m["connections"]["busy"] == 0 and m["threads"]["busy"] == 0  # nothing leaked
     assert m["connections"]["discarded"] > 0  # the dead connections were thrown away
     failed = trace.summary["errors"]["http_5xx"]
@@ -129,18 +125,17 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
 
 
 def _live_pools(trace) -> tuple:
-    m = trace.summary["tiers"]["app"]["servers"][0]
-    return m["threads"]["size"], m["connections"]["size"], m["connections"]["caching"], int(trace.requests["app.db_requests"].max())
+    pools = trace.summary["tiers"]["app"]["servers"][0]["pools"]
+    return pools["threads"]["size"], pools["db"]["size"], int(trace.requests["app.db_requests"].max())
 
 
 def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
     """The live runner: every run's model sets M, N and the caching mode on the server."""
     from tierlab.live.testbed import LiveRunner
-    from tierlab.sweep import Run, sweep
+    from tierlab.run import Run, sweep
 
     runs = [Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
             Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2)]
     seen = sweep(_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
-    assert seen == [(3, 2, "request", 1), (6, 4, "transaction", 101)]  # a Search asks 101 times without request caching
-    bed.admin.configure(threads=10, connections=5, caching="transaction", timeout=10)
+    assert seen == [(3, 2, 1), (6, 4, 101)]  # a Search asks 101 times without request caching
 

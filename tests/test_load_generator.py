@@ -77,7 +77,7 @@ def test_the_mix_follows_the_chains_stationary_distribution(stub):
         "workload.session_end": {"after_requests": 100_000}, "run.duration": 6, "run.warmup": 1,
     })
     mapping = {"requests": {t: {"path": "/ok"} for t in ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]}}
-    trace = tierlab.live.load(model, mapping, target=stub)
+    trace = tierlab.live.generate_load(model, mapping, target=stub)
     r = trace.requests
     assert len(r) > 1000 and (r.status == "ok").all()
     assert mix_distance(r.type, chain_mix(model)) < 0.05
@@ -92,7 +92,7 @@ def test_cookies_are_kept_per_session_and_values_drawn(stub):
     model = _model({"A": {"B": 1}, "B": {"A": 0.5, "END_OF_SESSION": 0.5}}, "A", clients=4)
     mapping = {"values": {"n": {"int": [1, 3], "per": "request"}, "who": {"choice": ["x y"]}},
                "requests": {"A": {"path": "/ok?n={n}&w={who}"}, "B": {"path": "/ok"}}}
-    tierlab.live.load(model, mapping, target=stub)
+    tierlab.live.generate_load(model, mapping, target=stub)
     by_session: dict = {}
     for sid, _, cookie, path in Stub.seen:
         by_session.setdefault(sid, []).append((cookie, path))
@@ -111,7 +111,7 @@ def test_every_failure_is_counted_by_kind(stub):
     model = _model(matrix, "OK", clients=6, think=0.05)
     model["run"] = {"duration": 5, "warmup": 0, "seed": 5}
     mapping = {"timeout": 1.0, "requests": {t: {"path": p} for t, p in types.items()}}
-    trace = tierlab.live.load(model, mapping, target=stub)
+    trace = tierlab.live.generate_load(model, mapping, target=stub)
     s, r = trace.summary, trace.requests
     by_type = r.groupby("type", observed=True).status.agg(lambda x: set(x))
     assert by_type["OK"] == {"ok"}
@@ -132,7 +132,7 @@ def test_the_same_seed_walks_the_same_sessions(stub):
     mapping = {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}
     walks = []
     for _ in range(2):
-        trace = tierlab.live.load(model, mapping, target=stub, duration=1.0, warmup=0)
+        trace = tierlab.live.generate_load(model, mapping, target=stub, duration=1.0, warmup=0)
         walks.append(list(trace.requests.sort_values("id").type.astype(str)[:200]))
     assert len(walks[0]) == 200 and walks[0] == walks[1]
 
@@ -144,15 +144,15 @@ def test_an_unreachable_target_is_a_clear_error_before_the_run():
     model = _model({"A": {"A": 1}}, "A")
     progress = []
     with pytest.raises(ValueError, match=r"cannot reach the target 127\.0\.0\.1:\d+.*refused"):
-        tierlab.live.load(model, {"requests": {"A": {"path": "/"}}}, target=f"127.0.0.1:{port}", progress=lambda *a: progress.append(a))
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target=f"127.0.0.1:{port}", progress=lambda *a: progress.append(a))
     assert progress == []  # refused before the run began, not after a run of failures
 
 
 def test_a_mapping_must_cover_every_request_type():
     model = _model({"A": {"B": 1}, "B": {"A": 1}}, "A")
     with pytest.raises(ValueError, match=r"requests\.B: the model has this request type"):
-        tierlab.live.load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1")
     with pytest.raises(ValueError, match=r"\{nope\} names no value"):
-        tierlab.live.load(model, {"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
     with pytest.raises(ValueError, match=r"requests\.A\.path.*has a space.*%20"):
-        tierlab.live.load(model, {"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}, target="127.0.0.1:1")

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 
 import tierlab
-from tierlab import costmodel
-from tierlab.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
-from tierlab.sweep import Run, sweep
+from tierlab.analysis import costfit
+from tierlab.experiments.costtable import simulate_table
+from tierlab.experiments.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
+from tierlab.run import Run, sweep
 from conftest import EXAMPLES
 
 # The paper's Table I ("max-loaded", M = N = 30, seconds) and Table II.
@@ -166,7 +167,7 @@ def test_sweep_names_the_bad_run():
 
 
 def test_cost_model_reproduces_the_papers_fit():
-    model = costmodel.fit(costmodel.read_table(EXAMPLES / "chen_gorton_stockonline.csv"))
+    model = costfit.fit(costfit.read_table(EXAMPLES / "chen_gorton_stockonline.csv"))
     assert model.a == pytest.approx(6.65, rel=0.02)
     assert model.b == pytest.approx(5.42, rel=0.02)
     assert model.c == pytest.approx(5.24, rel=0.02)
@@ -189,8 +190,8 @@ def test_cost_model_recovers_known_parameters_from_a_simulated_closed_system():
         "requests": {"job": {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"delay": {"exponential": 0.02}}, {"release": "threads"}]}},
         "workload": {"population": {"clients": 10}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}},
     }
-    table = costmodel.simulate_table(m, clients=[20, 40, 80], threads=[1, 2, 4, 8, 16, 32], progress=False)
-    fit = costmodel.fit(table)
+    table = simulate_table(m, clients=[20, 40, 80], threads=[1, 2, 4, 8, 16, 32], progress=False)
+    fit = costfit.fit(table)
     assert fit.b > 0 and fit.c > 0
     assert fit.optimal_threads(80) > fit.optimal_threads(20)
 
@@ -212,7 +213,7 @@ def test_cost_model_bad_tables(tmp_path, text, message):
     f = tmp_path / "t.csv"
     f.write_text(text)
     with pytest.raises(tierlab.InputError) as e:
-        costmodel.fit(costmodel.read_table(f))
+        costfit.fit(costfit.read_table(f))
     assert message in str(e.value)
 
 

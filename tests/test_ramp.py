@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import tierlab
-from tierlab.ramp import find_knee, ramp
+from tierlab.analysis.knee import find_knee
+from tierlab.experiments.ramp import ramp
 
 
 def test_knee_of_a_flat_then_steep_curve():
@@ -93,7 +94,7 @@ def test_cli_ramp_writes_the_knee(tmp_path):
 
 
 def test_retransmission_threshold_of_a_ramp():
-    from tierlab.ramp import retransmission_threshold
+    from tierlab.experiments.ramp import retransmission_threshold
 
     model = {
         "run": {"duration": 600, "warmup": 50},

@@ -7,7 +7,7 @@ figures as JSON (`ratio_vs_wrk` = our requests/s ÷ wrk's).
 
 Needs wrk and nginx (Debian: `apt-get install wrk nginx-light`). CPU seconds per
 1,000 requests are the load generator's own: wrk's from its rusage as a child process,
-ours from this process's rusage around `tierlab.live.load` (the Rust threads; Python
+ours from this process's rusage around `tierlab.live.generate_load` (the Rust threads; Python
 imports happen before).
 """
 
@@ -83,7 +83,7 @@ def run_wrk(port: int, connections: int, threads: int, duration: float) -> dict:
 
 def run_ours(port: int, connections: int, threads: int, duration: float) -> dict:
     before = cpu(resource.RUSAGE_SELF)
-    trace = tierlab.live.load(HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}",
+    trace = tierlab.live.generate_load(HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}",
                               clients=connections, duration=duration, workers=threads)
     used = cpu(resource.RUSAGE_SELF) - before
     s = trace.summary

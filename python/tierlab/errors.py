@@ -21,3 +21,11 @@ class TraceError(ValueError):
 class InputError(ValueError):
     """Another input is wrong (a measurement table, a profile, an option, a missing
     optional dependency); the message names the row or field and the fix."""
+
+
+def field_path(loc: tuple) -> str:
+    """A validation error's location as a dotted path: `tiers.app.pools[0].size`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

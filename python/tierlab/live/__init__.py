@@ -1,7 +1,8 @@
-"""The live testbed: a load generator that runs a model's workload against a real
-server, and the tools to profile that server the way the simulator is profiled."""
+"""Live execution of a model: the load generator against any HTTP server, and the
+testbed — the TPC-W bookstore behind tierlab's middleware (`server/`) on a real
+database, with a resource monitor — whose traces have the simulator's schema."""
 
-from .load import load
+from .loadgen import generate_load
 from .mapping import Mapping, load_mapping
 
-__all__ = ["load", "load_mapping", "Mapping"]
+__all__ = ["Mapping", "generate_load", "load_mapping"]

@@ -2,7 +2,8 @@
 window (100 ms) — CPU user and system (cores busy), disk operations, open TCP sockets,
 processes and threads — into trace-schema time series rows (tier = the process's
 role, resource = "", metrics `cpu_user`, `cpu_system`, `disk_ops`, `sockets`,
-`processes`, `threads`)."""
+`processes`, `threads`), and the process's CPU as a station: resource `cpu`, metric
+`utilization` = cores busy / the machine's cores, as a simulated CPU station's."""
 
 from __future__ import annotations
 
@@ -20,14 +21,15 @@ class Monitor:
     """`roles`: tier name → pid (its children are counted with it: PostgreSQL runs a
     process per connection). Use as a context manager around a run."""
 
-    def __init__(self, roles: dict[str, int], window: float = 0.1):
-        self.roles, self.window = roles, window
+    def __init__(self, roles: dict[str, int], window: float = 0.1, origin: float | None = None):
+        self.roles, self.window, self.origin = roles, window, origin
+        self.cores = psutil.cpu_count() or 1
         self.rows: list[tuple] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tierlab-monitor", daemon=True)
 
     def __enter__(self) -> "Monitor":
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic() if self.origin is None else self.origin
         self._thread.start()
         return self
 
@@ -79,9 +81,13 @@ class Monitor:
                 last[role] = now
                 for metric, value in zip(METRICS, [*rates, *now[3:]]):
                     self.rows.append((t, role, 0, "", metric, float(value)))
+                self.rows.append((t, role, 0, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
 
-    def frame(self) -> pd.DataFrame:
+    def frame(self, until: float | None = None) -> pd.DataFrame:
+        """The rows as a trace series; `until`: only windows starting before it."""
         df = pd.DataFrame(self.rows, columns=["t", "tier", "server", "resource", "metric", "value"])
+        if until is not None:
+            df = df[df.t < until - 1e-9]
         for c in ("tier", "resource", "metric"):
             df[c] = df[c].astype("category")
         df["server"] = df["server"].astype(np.int32)

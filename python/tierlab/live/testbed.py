@@ -1,8 +1,9 @@
 """The live testbed's lifecycle: `up` starts the database and the bookstore in the
 background (state in `.tierlab/live/` under the working directory), `down` stops
-them, and `Testbed.run` drives one measured load: the load generator's client view
-joined, request by request, with the middleware's phase records (`app.*` columns, as
-in a simulated trace) and the resource monitor's series."""
+them, and `Testbed.run` executes a model on it: the model's pools set on the server,
+then one measured load — the load generator's client view joined, request by
+request, with the middleware's phase records, the server's per-window observation and
+the resource monitor's series, in the simulator's trace schema."""
 
 from __future__ import annotations
 
@@ -19,14 +20,18 @@ import urllib.request
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..trace import PHASES, Trace
-from .bookstore import Database, populate
-from .load import load
+from ..model import LoadedModel, load_model
+from ..model.pools import PoolSetting
+from ..trace import Trace
+from ..trace.join import join_server_records
+from ..trace.schema import StationSummary, TierSummary
+from .loadgen import generate_load
 from .monitor import Monitor
+from .observed import Period, server_series, server_summary, station_summary
+from .server.bookstore import Database, populate
 
 POSTGRES_SCRIPT = Path(__file__).with_name("postgres.sh")
 
@@ -90,7 +95,7 @@ def up(workdir: str | Path = ".tierlab/live", *, db: str = "sqlite", port: int =
         token_file.write_text(secrets.token_hex(16))
         token_file.chmod(0o600)
     logfile = workdir / "server.log"
-    cmd = [sys.executable, "-m", "tierlab.live.serve", "--db", url, "--port", str(port), "--admin-port", str(admin_port),
+    cmd = [sys.executable, "-m", "tierlab.live.server.serve", "--db", url, "--port", str(port), "--admin-port", str(admin_port),
            "--token-file", str(token_file), "--threads", str(threads), "--connections", str(connections), "--caching", caching]
     with open(logfile, "ab") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
@@ -163,15 +168,21 @@ class Admin:
     def metrics(self) -> dict:
         return self._call("GET", "/metrics")
 
-    def configure(self, **settings) -> dict:
+    def configure(self, settings: dict) -> dict:
+        """Set pools: {"threads": {"size": …, …}, "connections": {…}} (see `serve`)."""
         return self._call("POST", "/config", settings)
 
-    def drain(self) -> pd.DataFrame:
-        return pd.DataFrame(self._call("POST", "/drain", {})["records"])
+    def observe(self, origin: float, window: float) -> None:
+        self._call("POST", "/observe", {"origin": origin, "window": window})
+
+    def drain(self, windows: int = 0) -> tuple[pd.DataFrame, dict]:
+        """The phase records since the last drain, and the observation's first windows."""
+        out = self._call("POST", "/drain", {"windows": windows})
+        return pd.DataFrame(out["records"]), out["windows"]
 
 
 class Testbed:
-    """A running testbed (from `status()`), to drive measured loads against."""
+    """A running testbed (from `status()`), to execute models on."""
 
     def __init__(self, workdir: str | Path = ".tierlab/live"):
         state = status(workdir)
@@ -179,13 +190,13 @@ class Testbed:
             raise InputError("the testbed is not up; start it with `tierlab live up`")
         self.state, self.admin = state, Admin(state)
 
-    def _roles(self) -> dict[str, int]:
-        roles = {"app": self.state.pid}
+    def _pids(self) -> dict[str, int]:
+        pids = {"app": self.state.pid}
         if self.state.kind == "postgres":
             pidfile = Path(self.state.workdir).parent / "postgres" / "data" / "postmaster.pid"
             if pidfile.exists():
-                roles["db"] = int(pidfile.read_text().split()[0])
-        return roles
+                pids["db"] = int(pidfile.read_text().split()[0])
+        return pids
 
     def wait_idle(self, within: float = 30.0) -> dict:
         """Wait until no request holds or waits for a thread or a connection (requests
@@ -193,69 +204,84 @@ class Testbed:
         deadline = time.monotonic() + within
         while True:
             m = self.admin.metrics()
-            pools = [m["threads"], *([m["connections"]] if "connections" in m else [])]
-            if all(p["busy"] == 0 and p["queued"] == 0 for p in pools) or time.monotonic() > deadline:
+            if all(p["busy"] == 0 and p["queued"] == 0 for p in m["pools"].values()) or time.monotonic() > deadline:
                 return m
             time.sleep(0.1)
 
-    def run(self, model, mapping, **load_args) -> Trace:
-        """One load with the resource monitor on; the server's phase records are
-        joined to the client's by request id."""
+    def apply(self, model: "str | Path | dict | LoadedModel", tier: str | None = None) -> PoolSetting:
+        """Set the server's pools from the model's tier that has one threads and one
+        connections pool (or `tier`): sizes, wait timeouts (none in the model: a day),
+        queue bounds, caching, and for `queue: priority` pools the request types'
+        priorities (CTP). A pool's `retransmit` is the kernel's accept backlog, which a
+        live server has of its own: it is not set."""
+        loaded = load_model(model)
+        setting = PoolSetting.find(loaded, tier)
+        spec = loaded.spec.tiers[setting.tier].pools
+        ranks = {name: r.priority for name, r in loaded.spec.requests.items()}
+
+        def pool(name: str) -> dict:
+            p = spec[name]
+            return {"size": p.size, "timeout": p.timeout if p.timeout is not None else 24 * 3600.0,
+                    "max_queue": p.max_queue, "priorities": ranks if p.queue == "priority" else {}}
+
+        self.admin.configure({"threads": pool(setting.threads),
+                              "connections": pool(setting.connections) | {"caching": spec[setting.connections].caching}})
+        return setting
+
+    def run(self, model: "str | Path | dict | LoadedModel", mapping, tier: str | None = None, **load_args) -> Trace:
+        """Execute the model on the testbed: its pools set on the server (`apply`), then
+        one load (`generate_load`'s arguments) with the server observed and the
+        resource monitor on. Returns the trace in the simulator's schema."""
+        loaded = load_model(model)
+        setting = self.apply(loaded, tier)
+        names = list(loaded.spec.tiers)
+        app = setting.tier
+        db = names[names.index(app) + 1] if names.index(app) + 1 < len(names) else "db"
         # Requests the client abandoned when an earlier run ended may still be running:
         # let them finish before draining, or their records would join this run's by id.
         self.wait_idle()
         self.admin.drain()
-        with Monitor(self._roles()) as mon:
-            trace = load(model, mapping, target=self.state.target, **load_args)
+        window = loaded.spec.run.window
+        origin = time.monotonic()
+        self.admin.observe(origin, window)
+        pids = {app if role == "app" else db: pid for role, pid in self._pids().items()}
+        with Monitor(pids, window, origin) as mon:
+            trace = generate_load(loaded, mapping, target=self.state.target, **load_args)
+        s = trace.summary
+        period = Period(window, s["warmup"], s["elapsed"] or 0.0)
         self.wait_idle()  # this run's own last requests finish and are recorded
-        server = self.admin.drain()
-        trace.timeseries = pd.concat([trace.timeseries, mon.frame()], ignore_index=True)
+        records, windows = self.admin.drain(period.n)
+        monitored = mon.frame(until=period.elapsed)
+        pool_names = {"threads": setting.threads, "connections": setting.connections}
+        sizes = {p: v["size"] for p, v in self.admin.metrics()["pools"].items()}
+        trace.timeseries = pd.concat([trace.timeseries, server_series(app, windows, pool_names, period), monitored],
+                                     ignore_index=True)
         for c in ("tier", "resource", "metric"):
             trace.timeseries[c] = trace.timeseries[c].astype("category")
-        trace.summary["tiers"] = {"app": {"position": 0, "servers": [self.admin.metrics()]}}
+        tiers: dict[str, TierSummary] = {}
+        for position, name in enumerate(pids):
+            stations = _cpu_station(monitored, name, period)
+            observed = windows if name == app else None
+            server = server_summary(observed, sizes, pool_names, stations, period)
+            tiers[name] = {"position": names.index(name) if name in names else position, "servers": [server], "dispatch": None}
+        s["tiers"] = tiers
         if trace.requests is not None:
-            trace.requests = join_server_records(trace.requests, server, "app")
+            trace.requests = join_server_records(trace.requests, records, app)
         return trace
+
+
+def _cpu_station(monitored: pd.DataFrame, tier: str, period: Period) -> dict[str, StationSummary]:
+    u = monitored[(monitored.tier == tier) & (monitored.resource == "cpu") & (monitored.metric == "utilization")]
+    return {"cpu": station_summary(u.set_index("t")["value"], period)} if len(u) else {}
 
 
 class LiveRunner:
     """Executes a sweep's runs on the testbed instead of the simulator (`sweep(...,
-    runner=)`, hence `profile_grid` and `max_sustainable_rate`): each run's model sets
-    the server's pools — the sized tier's M, N, caching, wait timeout and, for pools
-    with `queue: priority`, the request types' priorities (CTP), through the admin
-    endpoint — and the load: workload, duration, warm-up, seed."""
+    runner=)`, hence `profile_grid` and `max_sustainable_rate`): `Testbed.run` with
+    each run's model — the same path as `tierlab live run`."""
 
     def __init__(self, bed: Testbed, mapping, tier: str | None = None):
         self.bed, self.mapping, self.tier = bed, mapping, tier
 
-    def __call__(self, model) -> Trace:
-        from ..sizing.profiling import PoolSetting
-
-        setting = PoolSetting.find(model, self.tier)
-        pools = model.spec.tiers[setting.tier].pools
-        threads, conns = pools[setting.threads], pools[setting.connections]
-        # The middleware has one wait timeout for both pools; None in the model is forever.
-        timeout = threads.timeout if threads.timeout is not None else 24 * 3600.0
-        ranks = {name: r.priority for name, r in model.spec.requests.items()}
-        priorities = lambda pool: ranks if pool.queue == "priority" else {}  # noqa: E731
-        self.bed.admin.configure(threads=threads.size, connections=conns.size, caching=conns.caching, timeout=timeout,
-                                 thread_priorities=priorities(threads), connection_priorities=priorities(conns))
-        return self.bed.run(model, self.mapping)
-
-
-def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -> pd.DataFrame:
-    """Add `<tier>.*` phase columns to the client's records (docs/trace.md); requests
-    the server never saw (a failed connection) get visits 0 and zero phases."""
-    cols = ["time", *PHASES, "db_requests"]
-    if server.empty:
-        server = pd.DataFrame(columns=["id", *cols])
-    s = server[server.id > 0].drop_duplicates("id").set_index("id")[cols]
-    joined = s.reindex(client["id"].to_numpy())
-    seen = joined["time"].notna().to_numpy()
-    out = client.copy()
-    out[f"{tier}.server"] = np.where(seen, 0, -1).astype(np.int32)
-    out[f"{tier}.visits"] = seen.astype(np.uint32)
-    for c in cols:
-        v = joined[c].fillna(0).to_numpy()
-        out[f"{tier}.{c}"] = v.astype(np.uint32) if c == "db_requests" else v.astype(float)
-    return out
+    def __call__(self, model: LoadedModel) -> Trace:
+        return self.bed.run(model, self.mapping, self.tier)

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import yaml
 from pydantic import ValidationError
 
-from ..errors import ModelError
+from ..errors import ModelError, field_path
 from .compile import Compiled, compile_model
 from .spec import Model
 
@@ -73,17 +73,10 @@ class LoadedModel:
         return self.with_changes({f"run.{k}": v for k, v in changes.items() if v is not None})
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def _model_error(e: ValidationError, source: str | None, prefix: str = "") -> ModelError:
     problems = []
     for err in e.errors():
-        path = _loc(err["loc"])
+        path = field_path(err["loc"])
         if prefix:
             path = f"{prefix}.{path}" if path else prefix
         problems.append((path, err["msg"]))

@@ -23,7 +23,7 @@ class ChainData:
         return self.states.index(state)
 
 
-def load(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tuple[ChainData | None, list[tuple[str, str]]]:
+def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tuple[ChainData | None, list[tuple[str, str]]]:
     """Read and check a chain; returns (data or None, problems)."""
     problems: list[tuple[str, str]] = []
     if (chain.csv is None) == (chain.matrix is None):

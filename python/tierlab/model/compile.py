@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import dist
-from ..burst import fit_mmpp
-from .chain import ChainData, load as load_chain, visit_mix
+from .burst import fit_mmpp
+from .chain import ChainData, read_chain, visit_mix
 from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
 
 
@@ -84,7 +84,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     if entry not in tier_ix:
         bad.add("workload.entry", f"{entry!r} is not a tier (tiers: {_names(tiers)})")
         entry = tiers[0]
-    chain, chain_bad = load_chain(w.chain, base_dir)
+    chain, chain_bad = read_chain(w.chain, base_dir)
     for p in chain_bad:
         bad.add(*p)
     busy_per_session: dict = {}

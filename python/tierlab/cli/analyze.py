@@ -1,0 +1,87 @@
+"""`tierlab analyze …`: analyses of one trace, simulated or live."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from .common import out, write_json
+
+
+@click.group("analyze")
+def analyze() -> None:
+    """Analyses of a trace (simulated or live)."""
+
+
+@analyze.command("profile")
+@click.argument("trace_dir", type=click.Path(file_okay=False))
+@click.option("--tier", help="The tier to profile (default: the one that takes DB connections).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the profile as JSON here.")
+def analyze_profile(trace_dir: str, tier, json_out) -> None:
+    """Request profile (Totok & Karamcheti): V_i, L and per-type phases (w_THR, p, w_DB, q active/idle)."""
+    from ..analysis.profile import request_profile
+    from ..report.summary import frame_table
+    from ..trace import read_trace
+
+    p = request_profile(read_trace(trace_dir), tier)
+    out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
+    out.print(frame_table("request profile", p.table().reset_index()))
+    if json_out:
+        write_json(json_out, {"tier": p.tier, "L": p.L, "sessions": p.sessions, "types": p.table().to_dict(orient="index")})
+
+
+@analyze.command("bottleneck")
+@click.argument("trace_dir", type=click.Path(file_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
+def analyze_bottleneck(trace_dir, json_out) -> None:
+    """White-box: every resource's utilization or occupancy, and the bottleneck."""
+    from ..analysis.bottleneck import bottleneck, breakdown, resources
+    from ..trace import read_trace
+
+    trace = read_trace(trace_dir)
+    table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
+    if table.empty:
+        out.print("the trace reports no stations or pools", style="yellow")
+    else:
+        out.print(table.round(3).to_string(index=False), markup=False, soft_wrap=True)
+    if not times.empty:
+        out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
+        out.print(times.round(4).to_string(index=False), markup=False, soft_wrap=True)
+    if b is not None:
+        state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
+        out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
+    if json_out:
+        Path(json_out).write_text(json.dumps({"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"),
+                                              "breakdown": times.to_dict(orient="records")}, indent=2) + "\n")
+
+
+@analyze.command("fluctuations")
+@click.argument("trace_dir", type=click.Path(file_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write request rate and response time per tier at 100 ms and 10 s here (PNG).")
+def analyze_fluctuations(trace_dir, json_out, plot) -> None:
+    """Fine-grained: rate and response-time fluctuation per tier, bimodality, p95/p98, retransmissions."""
+    import pandas as pd
+
+    from ..analysis.fluctuations import fluctuations
+    from ..report.plots import fluctuations_plot
+    from ..trace import read_trace
+
+    trace = read_trace(trace_dir)
+    f = fluctuations(trace)
+    out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
+    if f["mean"] is not None:
+        out.print(f"\nmean {f['mean']:.4f} s, p95 {f['p95']:.4f} s, p98 {f['p98']:.4f} s", markup=False)
+    if "bimodality" in f:
+        b = f["bimodality"]
+        modes = ", ".join(f"{m:.4f} s" for m in b["modes"]) or "-"
+        out.print(f"bimodal: {b['bimodal']} (dip {b['dip']:.4f}, p = {b['p_value']:.3g}); modes: {modes}", markup=False)
+        out.print(f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
+                  f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}", markup=False)
+    if json_out:
+        Path(json_out).write_text(json.dumps(f, indent=2) + "\n")
+    if plot:
+        fluctuations_plot(trace, [t["tier"] for t in f["tiers"]], plot)

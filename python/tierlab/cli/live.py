@@ -1,0 +1,190 @@
+"""`tierlab load` (the model's workload against any HTTP server) and `tierlab live …`
+(the testbed: the bookstore behind tierlab's middleware, executing models)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from .common import err, live_tick, options, out, run_progress
+from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
+
+
+@click.command("load")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--http", "mapping", type=click.Path(dir_okay=False), required=True, help="The request types' HTTP mapping (YAML).")
+@click.option("--target", help="HOST:PORT to load (default: the mapping's target).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace (client view).")
+@click.option("--duration", type=float, help="Seconds to run (default: the model's run.duration).")
+@click.option("--warmup", type=float, help="Seconds not measured at the start (default: the model's).")
+@click.option("--seed", type=int, help="Override run.seed.")
+@click.option("--clients", type=int, help="A closed population of N browsers instead of the model's population.")
+@click.option("--session-rate", type=float, help="An open population: sessions per second.")
+@click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
+@click.option("--workers", type=int, help="Load generator threads (default: one per core, at most 4).")
+@click.option("--quiet", is_flag=True, help="No progress bar or tables.")
+def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet) -> None:
+    """Run MODEL's workload against a live HTTP server and write the trace to --out."""
+    from ..live import generate_load
+    from ..report.summary import print_summary
+    from ..run import RunInterrupted
+
+    with run_progress("loading", quiet) as bar:
+        task = bar.add_task(target or "", total=1.0, counts="")
+        try:
+            trace = generate_load(model, mapping, target=target, duration=duration, warmup=warmup, seed=seed, clients=clients,
+                         session_rate=session_rate, records=records, workers=workers, progress=live_tick(bar, task))
+            stopped = False
+        except RunInterrupted as e:
+            trace, stopped = e.result, True
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace, out)
+    if stopped:
+        err.print(f"[yellow]interrupted[/] after {trace.summary['elapsed']:.1f} s; wrote what was measured to {folder}")
+        sys.exit(130)
+    err.print(f"trace written to [bold]{folder}[/]")
+
+
+HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None,
+                    help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
+WORKDIR = click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False),
+                       help="The testbed's state, database file and logs.")
+
+
+@click.group("live")
+def live() -> None:
+    """The live testbed: the TPC-W bookstore behind tierlab's middleware, on a real database."""
+
+
+@live.command("up")
+@WORKDIR
+@click.option("--db", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True,
+              help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).")
+@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
+@click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
+@click.option("--connections", type=int, default=10, show_default=True, help="N, DB connections.")
+@click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True)
+@click.option("--items", "num_items", type=int, default=1000, show_default=True, help="TPC-W NUM_ITEMS.")
+@click.option("--ebs", "num_ebs", type=int, default=1, show_default=True, help="TPC-W NUM_EBS (2,880 customers each).")
+def live_up(workdir, db, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
+    """Start the database and the bookstore in the background."""
+    from ..live import testbed
+
+    state = testbed.up(workdir, db=db, port=port, admin_port=admin_port, threads=threads, connections=connections,
+                       caching=caching, num_items=num_items, num_ebs=num_ebs, log=err.print)
+    err.print(f"bookstore up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
+
+
+@live.command("down")
+@WORKDIR
+def live_down(workdir) -> None:
+    """Stop what `tierlab live up` started."""
+    from ..live import testbed
+
+    err.print("stopped" if testbed.down(workdir) else "nothing was running")
+
+
+@live.command("status")
+@WORKDIR
+def live_status(workdir) -> None:
+    """Whether the testbed is up, and its pools (JSON)."""
+    from ..live import testbed
+
+    state = testbed.status(workdir)
+    if state is None:
+        err.print("down")
+        sys.exit(1)
+    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **testbed.Admin(state).metrics()}, indent=2))
+
+
+@live.command("config")
+@WORKDIR
+@click.option("--threads", type=int, help="Resize M.")
+@click.option("--connections", type=int, help="Resize N.")
+@click.option("--caching", type=click.Choice(["request", "transaction"]))
+@click.option("--timeout", type=float, help="Seconds a request waits for a thread or a connection before a 503.")
+def live_config(workdir, threads, connections, caching, timeout) -> None:
+    """Set the running bookstore's pools by hand (`live run MODEL` sets them from the model)."""
+    from ..live import testbed
+
+    pools: dict[str, dict] = {"threads": {"size": threads, "timeout": timeout},
+                              "connections": {"size": connections, "timeout": timeout, "caching": caching}}
+    settings = {p: {k: v for k, v in kv.items() if v is not None} for p, kv in pools.items()}
+    click.echo(json.dumps(testbed.Testbed(workdir).admin.configure({p: kv for p, kv in settings.items() if kv}), indent=2))
+
+
+@live.command("run")
+@click.argument("model", type=click.Path(dir_okay=False))
+@HTTP
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True)
+@WORKDIR
+@click.option("--duration", type=float)
+@click.option("--warmup", type=float)
+@click.option("--seed", type=int)
+@click.option("--clients", type=int)
+@click.option("--session-rate", type=float)
+@click.option("--tier", help="The model tier whose pools the server takes (default: the one with a threads and a connections pool).")
+@click.option("--quiet", is_flag=True)
+def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, tier, quiet) -> None:
+    """Execute MODEL on the running testbed: the server's pools set from the model (sizes,
+    timeouts, caching, priorities), then one measured load; the trace has the simulator's
+    schema (client records joined with the server's phases, its series, the monitor's)."""
+    from ..live import testbed
+    from ..report.summary import print_summary
+
+    bed = testbed.Testbed(workdir)
+    with run_progress("measuring", quiet) as bar:
+        task = bar.add_task(bed.state.target, total=1.0, counts="")
+        trace = bed.run(model, _mapping(model, mapping), tier, duration=duration, warmup=warmup, seed=seed, clients=clients,
+                        session_rate=session_rate, progress=live_tick(bar, task))
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace, out)
+    err.print(f"trace written to [bold]{folder}[/] (analyse it with `tierlab analyze profile {folder}`)")
+
+
+LIVE_RUNS = (
+    HTTP,
+    WORKDIR,
+    click.option("--duration", type=float, default=30.0, show_default=True, help="Measured seconds per run (after the warm-up)."),
+    click.option("--warmup", type=float, default=10.0, show_default=True),
+)
+
+
+def _live(model: str, mapping, workdir, duration, warmup, tier):
+    """The model with live run lengths, and the runner that measures the testbed."""
+    from ..live.testbed import LiveRunner, Testbed
+    from ..model import load_model
+
+    loaded = load_model(model).with_changes({"run.duration": warmup + duration, "run.warmup": warmup})
+    return loaded, LiveRunner(Testbed(workdir), _mapping(model, mapping), tier)
+
+
+def _mapping(model: str, mapping: str | None) -> str:
+    return mapping or str(Path(model).with_name("tpcw_http.yaml"))
+
+
+@live.command("profile")
+@PROFILE_OPTIONS
+@options(*LIVE_RUNS, click.option("--bound", type=float, required=True,
+                                   help="Sessions/s no (M, N) serves; the pilot runs offer twice this."))
+def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, duration, warmup, bound) -> None:
+    """Profiling tests on the running bookstore: its pools resized through the admin
+    endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""
+    loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
+    run_profile(loaded, out_dir, M, N, seeds, overload, tier, runner=runner, bound=bound)
+
+
+@live.command("validate")
+@VALIDATE_OPTIONS
+@options(*LIVE_RUNS)
+def live_validate(model, configs, start, step, runs, tier, json_out, mapping, workdir, duration, warmup) -> None:
+    """The maximum sustainable session throughput of (M, N) configurations, measured on
+    the running bookstore (Totok & Karamcheti: ≥ 60% of the runs serve every request)."""
+    loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
+    run_validate(loaded, configs, start, step, runs, tier, json_out, runner=runner)

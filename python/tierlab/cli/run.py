@@ -1,0 +1,84 @@
+"""`tierlab simulate`, `tierlab schema`, `tierlab ramp`: running a model."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import click
+
+from .common import err, out, run_progress
+
+
+@click.command("simulate")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace.")
+@click.option("--seed", type=int, help="Override run.seed.")
+@click.option("--duration", type=float, help="Override run.duration (seconds).")
+@click.option("--warmup", type=float, help="Override run.warmup (seconds).")
+@click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
+@click.option("--quiet", is_flag=True, help="No progress bar or tables.")
+def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
+    """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
+    from ..model import load_model
+    from ..report.summary import print_summary
+    from ..run import RunInterrupted, simulate
+
+    loaded = load_model(model)
+    with run_progress("simulating", quiet, counts=False) as bar:
+        task = bar.add_task(loaded.spec.name, total=1.0)
+        try:
+            trace = simulate(loaded, seed=seed, duration=duration, warmup=warmup, records=records, progress=lambda f: bar.update(task, completed=f))
+            stopped = False
+        except RunInterrupted as e:
+            trace, stopped = e.result, True
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace, out)
+    if stopped:
+        err.print(f"[yellow]interrupted[/] at t = {trace.summary['simulated_until']:.1f} s; wrote what was measured to {folder}")
+        sys.exit(130)
+    err.print(f"trace written to [bold]{folder}[/]")
+
+
+@click.command("schema")
+def schema_cmd() -> None:
+    """Print the model file's JSON Schema (for editor completion and validation)."""
+    from ..model import json_schema
+
+    click.echo(json.dumps(json_schema(), indent=2))
+
+
+@click.command("ramp")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--loads", help="Clients (closed) or sessions/s (open) per step, comma-separated. "
+              "Default: 20 steps up to the first doubling from --start at which the p90 has grown tenfold.")
+@click.option("--start", type=float, default=1.0, show_default=True, help="The first load when --loads is not given.")
+@click.option("--seeds", default="1", show_default=True, help="Seeds per step (averaged).")
+@click.option("--workers", type=int, help="Local worker processes (default: one per core).")
+@click.option("--scheduler", help="Run on this Dask scheduler instead.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
+def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir) -> None:
+    """Black-box capacity: a load ramp and the knee of its p90 response time."""
+    from ..experiments.ramp import ramp, retransmission_threshold
+    from ..report.plots import ramp_plot
+
+    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
+    table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start)
+    out.print(table.to_string(index=False), markup=False, soft_wrap=True)
+    if knee.load is None:
+        out.print("no knee: the p90 curve does not turn from flat to steep over these loads; "
+                  "extend them (or leave --loads out to search for the range)", style="yellow")
+    else:
+        out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
+    threshold = retransmission_threshold(table)
+    if threshold is not None:
+        out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
+    if out_dir:
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        table.to_csv(folder / "ramp.csv", index=False)
+        (folder / "result.json").write_text(json.dumps({"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}, indent=2) + "\n")
+        ramp_plot(table, knee.load, folder / "ramp.png")

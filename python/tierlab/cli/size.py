@@ -1,0 +1,170 @@
+"""`tierlab size …` and `tierlab cost …`: pool sizing (Totok & Karamcheti) and the
+contention cost model (Chen & Gorton)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from ..errors import InputError
+from .common import err, ints, options, out, write_json
+
+
+@click.group("size")
+def size() -> None:
+    """Size thread and connection pools (Totok & Karamcheti)."""
+
+
+PROFILE_OPTIONS = options(
+    click.argument("model", type=click.Path(dir_okay=False)),
+    click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for the profile."),
+    click.option("--threads", "M", default="5,10,15,20,30,50", show_default=True, help="Thread pool sizes M to profile."),
+    click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="Connection pool sizes N (points with M ≥ N are run)."),
+    click.option("--seeds", default="1", show_default=True, help="Seeds per point (results are pooled)."),
+    click.option("--overload", default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity."),
+    click.option("--tier", help="The tier whose pools are sized (default: the one with a threads and a connections pool)."),
+)
+VALIDATE_OPTIONS = options(
+    click.argument("model", type=click.Path(dir_okay=False)),
+    click.option("--config", "configs", multiple=True, required=True, help="M,N to measure (repeatable)."),
+    click.option("--start", type=float, required=True, help="First rate to try (e.g. the predicted λ), sessions/s."),
+    click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s."),
+    click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
+    click.option("--tier", help="The tier whose pools are sized."),
+    click.option("--json", "json_out", type=click.Path(dir_okay=False)),
+)
+SIMULATED = options(
+    click.option("--workers", type=int, help="Local worker processes (default: one per core)."),
+    click.option("--scheduler", help="Run on this Dask scheduler (tcp://host:8786) instead."),
+)
+
+
+@size.command("profile")
+@PROFILE_OPTIONS
+@SIMULATED
+def size_profile(model, out_dir, M, N, seeds, overload, tier, workers, scheduler) -> None:
+    """Profiling tests: p_i and q_i at each (M, N) under slight overload."""
+    run_profile(model, out_dir, M, N, seeds, overload, tier, workers=workers, scheduler=scheduler)
+
+
+def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
+    """`where`: workers/scheduler for the simulator, or runner/bound for a live system."""
+    from ..experiments.sizing import profile_grid
+
+    grid = profile_grid(model, ints(M), ints(N), overload=overload, seeds=ints(seeds), tier=tier, **where)
+    folder = grid.write(out_dir)
+    late = grid.runs[~grid.runs["overloaded"]]
+    if len(late):
+        err.print(f"[yellow]warning:[/] {len(late)} runs never reached overload; see {folder / 'runs.csv'}")
+    out.print(f"profiled {grid.points[['M', 'N']].drop_duplicates().shape[0]} points; L = {grid.L:.2f}; written to [bold]{folder}[/]")
+
+
+@size.command("optimize")
+@click.argument("profile_dir", type=click.Path(file_okay=False))
+@click.option("--trace", "trace_dir", type=click.Path(file_okay=False), help="Take the request mix V_i from this trace (default: the profiling mix).")
+@click.option("--rate", type=float, help="A target session arrival rate: report the servers it needs.")
+@click.option("--max-threads", type=int, help="Evaluate M up to this (default: the profiled range).")
+@click.option("--max-connections", type=int, help="Evaluate N up to this.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write rates.csv, lambda_of_N.csv, result.json and a plot here.")
+def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir) -> None:
+    """λ(M, N), λ(N) and the optimal (M, N) for a request mix."""
+    from ..analysis.profile import request_profile
+    from ..experiments.sizing import PoolSizing, ProfileGrid
+    from ..report.plots import rates_plot
+    from ..report.summary import frame_table
+    from ..trace import read_trace
+
+    sizing = PoolSizing(ProfileGrid.read(profile_dir))
+    V = None
+    if trace_dir:
+        p = request_profile(read_trace(trace_dir))
+        V = p.V
+    rates = sizing.rates(V, max_threads, max_connections)
+    best = rates.best()
+    by_n = rates.by_N()
+    out.print(frame_table("λ(N): best M per N (sessions/s)", by_n))
+    result = {"optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
+    out.print(f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s (mix distance {rates.distance:.3f})")
+    if rate is not None:
+        result["servers"] = {"rate": rate, "servers": rates.servers_for(rate)}
+        out.print(f"{rate:g} sessions/s need [bold]{rates.servers_for(rate)}[/] servers")
+    if out_dir:
+        folder = Path(out_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        rates.table.to_csv(folder / "rates.csv", index=False)
+        by_n.to_csv(folder / "lambda_of_N.csv", index=False)
+        rates_plot(rates, folder / "lambda.png")
+        write_json(str(folder / "result.json"), result)
+        out.print(f"written to [bold]{folder}[/]")
+
+
+@size.command("validate")
+@VALIDATE_OPTIONS
+@SIMULATED
+def size_validate(model, configs, start, step, runs, tier, json_out, workers, scheduler) -> None:
+    """Measure the maximum sustainable session throughput of (M, N) configurations."""
+    run_validate(model, configs, start, step, runs, tier, json_out, workers=workers, scheduler=scheduler)
+
+
+def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> None:
+    from ..experiments.sizing import max_sustainable_rate
+    from ..report.summary import frame_table
+
+    pairs = [tuple(ints(c)) for c in configs]
+    if any(len(p) != 2 for p in pairs):
+        raise InputError("--config takes M,N (two whole numbers)")
+    result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, **where)
+    out.print(frame_table("maximum sustainable session throughput", result))
+    if json_out:
+        write_json(json_out, {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")})
+
+
+@click.group("cost")
+def cost() -> None:
+    """The contention cost model C = a·x + b·x/y + c·y (Chen & Gorton)."""
+
+
+@cost.command("fit")
+@click.argument("table", type=click.Path(dir_okay=False))
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write measured vs model to this PNG.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False))
+def cost_fit(table, plot, json_out) -> None:
+    """Fit a CSV with columns clients,threads,value; report a, b, c, R² and y*(x)."""
+    from ..analysis.costfit import fit, read_table
+    from ..report.plots import cost_fit_plot
+
+    m = fit(read_table(table))
+    d = m.to_dict()
+    out.print(
+        f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; "
+        f"R² = {m.r2:.4f} over {m.n} points"
+    )
+    t = Table(title="optimal threads y* = √(b·x/c)", title_justify="left")
+    t.add_column("clients x", justify="right")
+    t.add_column("y*", justify="right")
+    for x, y in d["optimal_threads"].items():
+        t.add_row(x, str(y))
+    out.print(t)
+    if plot:
+        cost_fit_plot(m, plot)
+    if json_out:
+        write_json(json_out, d)
+
+
+@cost.command("simulate")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--clients", required=True, help="Client counts x, comma-separated.")
+@click.option("--threads", required=True, help="Thread pool sizes y, comma-separated.")
+@click.option("--pool", help="TIER.POOL of the thread pool, if the model has several.")
+@click.option("--out", "out_csv", required=True, type=click.Path(dir_okay=False), help="Write the table (clients,threads,value) here.")
+@click.option("--workers", type=int)
+@click.option("--scheduler")
+def cost_simulate(model, clients, threads, pool, out_csv, workers, scheduler) -> None:
+    """Build the measurement table by simulation (mean response time, closed model)."""
+    from ..experiments.costtable import simulate_table
+
+    table = simulate_table(model, ints(clients), ints(threads), pool=pool, workers=workers, scheduler=scheduler)
+    table.to_csv(out_csv, index=False)
+    out.print(f"{len(table)} points written to [bold]{out_csv}[/]")

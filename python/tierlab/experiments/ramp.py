@@ -1,0 +1,92 @@
+"""Black-box capacity (Andreolini et al.): step the load up, measure the 90th
+percentile of the response time at each step, and take the knee of that curve
+(`tierlab.analysis.knee`) as the capacity; each step also names its bottleneck."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..analysis.bottleneck import bottleneck
+from ..analysis.knee import Knee, find_knee
+from ..errors import InputError
+from ..model import LoadedModel, load_model
+from ..model.spec import Closed
+from ..run.sweep import Run, sweep
+from ..trace import Trace
+
+
+def load_path(model: LoadedModel) -> str:
+    """The model field a ramp steps: clients (closed) or the session rate (open)."""
+    closed = isinstance(model.spec.workload.population, Closed)
+    return "workload.population.clients" if closed else "workload.population.session_rate"
+
+
+def _point(trace: Trace) -> dict:
+    """What a ramp keeps of each run: the p90 curve, and what limits the system there."""
+    s = trace.summary
+    rt = s["response_time"] or {}
+    b = bottleneck(trace)
+    r = trace.requests
+    return {"throughput": s["throughput"], "p90": rt.get("p90"), "mean": rt.get("mean"),
+            "ok": s["requests"]["ok"], "rejected": s["requests"]["rejected"],
+            "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
+            "bottleneck": f"{b.tier}.{b.resource}" if b else None, "saturated": bool(b and b.saturated)}
+
+
+def _runs(model: LoadedModel, loads, seeds) -> tuple[list[tuple], list[Run]]:
+    path = load_path(model)
+    if any(x <= 0 for x in loads):
+        raise InputError(f"loads must be positive ({path}); got {list(loads)}")
+    keys = [(x, s) for x in loads for s in seeds]
+    return keys, [Run({path: int(x) if path.endswith("clients") else float(x)}, s) for x, s in keys]
+
+
+def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 12, workers=None, scheduler=None) -> float:
+    """An upper end for a ramp that holds the knee: double the load from `start` until
+    it is well past the knee — the p90 is `blowup` times its value at `start` (the
+    queue builds), or doubling the load raised the throughput by less than a quarter
+    (it has flattened; with timeouts the p90 may stop growing first). Raises if
+    neither happens within `steps` doublings."""
+    model = load_model(model)
+    first = last = None
+    for k in range(steps):
+        load = start * 2**k
+        keys, runs = _runs(model, [load], seeds)
+        here = pd.DataFrame(sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=None))
+        p90, throughput = pd.to_numeric(here.p90).mean(), here.throughput.mean()
+        first = first if first is not None else p90
+        if k > 0 and (p90 >= blowup * first or throughput < 1.25 * last):
+            return load
+        last = throughput
+    raise InputError(f"between load {start:g} and {load:g} the p90 response time never grew {blowup:g}× and the "
+                     f"throughput kept growing: no knee in reach; give the loads to ramp explicitly")
+
+
+def ramp(model, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp",
+         start: float = 1.0, points: int = 20) -> tuple[pd.DataFrame, Knee]:
+    """Run the model at every load (and seed) in parallel; the per-load means and the
+    knee of the p90 curve. Without loads: `points` evenly spaced steps up to the
+    load `bracket` finds from `start`."""
+    model = load_model(model)
+    if loads is None:
+        top = bracket(model, start, seeds, workers=workers, scheduler=scheduler)
+        loads = np.linspace(top / points, top, points)
+        if load_path(model).endswith("clients"):
+            loads = np.unique(np.maximum(1, np.round(loads)))
+    loads = sorted(loads)
+    keys, runs = _runs(model, loads, seeds)
+    measured = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
+    df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, measured)])
+    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted", "saturated"]].mean()
+    # The resource named most often over the seeds.
+    table["bottleneck"] = df.groupby("load")["bottleneck"].agg(lambda b: b.mode().iloc[0] if b.notna().any() else None).to_numpy()
+    return table, find_knee(table.load, table.p90, table.throughput)
+
+
+def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float | None:
+    """The lowest load of a ramp at which more than `share` of the requests saw a TCP
+    retransmission (Wang et al.'s threshold workload); None if none did. Needs runs
+    with per-request records."""
+    over = table[table.retransmitted > share]
+    return float(over.load.min()) if len(over) else None

@@ -1,0 +1,137 @@
+"""Steps 2 and 3 of Totok & Karamcheti's method: interpolate p_i(M, N) and q_i(M, N)/N
+over the triangular domain M ≥ N, then
+
+    λ_DB(M, N)  = N / Σ_i V_i q_i(M, N)                         (eq. 2)
+    λ_THR(M, N) = M / Σ_i V_i (p_i(M, N) + q_i(M, N))           (eq. 3)
+    λ(M, N)     = min(λ_DB, λ_THR)                              (eq. 4)
+    λ(N)        = max_M λ(M, N), at M0(N)                       (eq. 5)
+
+The interpolant is scipy's CloughTocher2DInterpolator: piecewise cubic and C1 over a
+Delaunay triangulation of the profiled points, so it needs no rectangular grid (the
+paper's "piecewise bicubic", on the triangle the data actually cover). Outside the
+points' convex hull nothing is extrapolated: those (M, N) are left out.
+
+A new request mix (V_i) reuses the same p_i, q_i — the paper's assumption that they
+depend only weakly on the mix. How far a mix may move is measured by the total
+variation distance between request shares, d = ½ Σ_i |s_i − s'_i|; past
+MIX_DISTANCE_LIMIT the result carries a warning to profile again. The paper validated
+its Loads 1 and 2 at d = 0.146 and 0.158 (Table II), so 0.2 is just beyond the
+evidence."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.interpolate import CloughTocher2DInterpolator
+
+from ...errors import InputError
+from .profiling import ProfileGrid
+
+MIX_DISTANCE_LIMIT = 0.2
+
+
+class MixWarning(UserWarning):
+    """The mix is too far from the profiling mix for the profiled p_i, q_i to be trusted."""
+
+
+def mix_distance(a: pd.Series, b: pd.Series) -> float:
+    """Total variation distance between two request mixes (shares or V_i)."""
+    a, b = a / a.sum(), b / b.sum()
+    idx = a.index.union(b.index)
+    return 0.5 * float((a.reindex(idx, fill_value=0) - b.reindex(idx, fill_value=0)).abs().sum())
+
+
+@dataclass
+class Rates:
+    """λ over the evaluated (M, N) domain for one mix."""
+
+    table: pd.DataFrame  # M, N, lambda_db, lambda_thr, lambda (sessions/s)
+    distance: float  # mix distance from the profiling mix
+
+    def best(self) -> pd.Series:
+        """The optimal (M, N) and its λ."""
+        return self.table.loc[self.table["lambda"].idxmax()]
+
+    def by_N(self) -> pd.DataFrame:
+        """λ(N) and the M0 that achieves it (eq. 5)."""
+        t = self.table
+        return t.loc[t.groupby("N")["lambda"].idxmax(), ["N", "M", "lambda"]].rename(columns={"M": "M0"}).reset_index(drop=True)
+
+    def servers_for(self, session_rate: float) -> int:
+        """Servers, each at the optimum, needed for a session arrival rate."""
+        return math.ceil(session_rate / self.best()["lambda"] - 1e-12)
+
+
+class PoolSizing:
+    def __init__(self, grid: ProfileGrid):
+        self.grid = grid
+        # One interpolant per set of profiled points, holding p and q/N of every type
+        # measured at exactly those points: one triangulation, one evaluation for all.
+        self._groups: list[tuple[list[str], CloughTocher2DInterpolator]] = []
+        by_points: dict[tuple, list[str]] = {}
+        measured = grid.points[grid.points["count"] > 0].sort_values(["M", "N"])
+        for ty, d in measured.groupby("type"):
+            by_points.setdefault(tuple(map(tuple, d[["M", "N"]].to_numpy())), []).append(ty)
+        for pts, types in by_points.items():
+            xy = np.array(pts, float)
+            if len(xy) < 3 or np.linalg.matrix_rank(xy - xy.mean(axis=0)) < 2:
+                continue  # too few points to span a triangle: the type is too rare to profile
+            cols = []
+            for ty in types:
+                d = measured[measured["type"] == ty]
+                cols += [d["p"].to_numpy(), (d["q"] / d["N"]).to_numpy()]
+            self._groups.append((types, CloughTocher2DInterpolator(xy, np.column_stack(cols))))
+        self.types = [t for types, _ in self._groups for t in types]
+        if not self.types:
+            raise InputError("the profile has no request type measured at 3 or more (M, N) points spanning a triangle; profile more points")
+
+    def p_q(self, M, N) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+        """p_i(M, N) and q_i(M, N) of every interpolated type (NaN outside the profiled region)."""
+        M, N = np.asarray(M, float), np.asarray(N, float)
+        p, q = {}, {}
+        for types, f in self._groups:
+            values = f(M, N)
+            for k, ty in enumerate(types):
+                p[ty], q[ty] = values[..., 2 * k], values[..., 2 * k + 1] * N
+        return p, q
+
+    def rates(self, V: pd.Series | None = None, M_max: int | None = None, N_max: int | None = None) -> Rates:
+        """λ_DB, λ_THR, λ at every integer M ≥ N inside the profiled region (or up to
+        M_max, N_max) for the mix V (mean requests per session by type; default the
+        profiling mix)."""
+        V = self.grid.share * self.grid.L if V is None else V[V > 0]
+        unknown = [t for t in V.index if t not in self.types and t not in self.grid.share.index]
+        if unknown:
+            raise InputError(f"request types {', '.join(unknown)} were never profiled (profiled: {', '.join(sorted(self.types))})")
+        rare = [t for t in V.index if t not in self.types]
+        covered = V.drop(rare)
+        d = mix_distance(V, self.grid.share)
+        if d > MIX_DISTANCE_LIMIT:
+            warnings.warn(f"the mix is {d:.2f} (total variation) from the profiling mix, beyond {MIX_DISTANCE_LIMIT}: p_i and q_i may no longer hold; profile again with this mix", MixWarning, stacklevel=2)
+        pts = self.grid.points
+        M_hi = M_max or int(pts["M"].max())
+        N_hi = N_max or int(pts["N"].max())
+        M, N = np.meshgrid(np.arange(1, M_hi + 1), np.arange(1, N_hi + 1), indexing="ij")
+        keep = M >= N
+        M, N = M[keep].astype(float), N[keep].astype(float)
+        # Types too rare to interpolate count with their mean over the profile.
+        p, q = self.p_q(M, N)
+        sum_q = sum(V[t] * q[t] for t in covered.index) + sum(V[t] * self._mean(t, "q") for t in rare)
+        sum_p = sum(V[t] * p[t] for t in covered.index) + sum(V[t] * self._mean(t, "p") for t in rare)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam_db = np.where(sum_q > 0, N / sum_q, np.inf)
+            lam_thr = M / (sum_p + sum_q)
+        table = pd.DataFrame({"M": M.astype(int), "N": N.astype(int), "lambda_db": lam_db, "lambda_thr": lam_thr})
+        table["lambda"] = np.minimum(lam_db, lam_thr)
+        table = table[np.isfinite(table["lambda"])].reset_index(drop=True)
+        if table.empty:
+            raise InputError("no (M, N) of the requested range lies inside the profiled region")
+        return Rates(table, d)
+
+    def _mean(self, ty: str, col: str) -> float:
+        d = self.grid.points[(self.grid.points["type"] == ty) & (self.grid.points["count"] > 0)]
+        return float(np.average(d[col], weights=d["count"])) if len(d) else 0.0

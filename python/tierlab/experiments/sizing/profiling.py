@@ -1,0 +1,155 @@
+"""Step 1 of Totok & Karamcheti's method: profiling tests. For each (M, N) of a
+sub-grid (M ≥ N) the system runs slightly beyond its capacity, and p_i(M, N) and
+q_i(M, N) are measured per request type.
+
+"Slightly beyond capacity" needs the capacity of every (M, N) first, so each point gets
+a pilot run well beyond any capacity (twice the CPU bound of the model); its served
+session rate X estimates the capacity, and the profiling run offers (1 + overload)·X.
+The load structure (V_i, L) comes from one more run at half the CPU bound: overloaded
+windows are not steady states, and their request/session ratio understates L."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ...analysis.profile import request_profile
+from ...errors import InputError
+from ...model import LoadedModel, load_model
+from ...model.pools import PoolSetting
+from ...model.spec import Open
+from ...run.sweep import Run, sweep
+from ...trace import Trace
+
+# The paper's profiling grid (§5.3).
+PAPER_M = (5, 10, 15, 20, 30, 50)
+PAPER_N = (1, 2, 4, 5, 10, 15, 20, 30, 40)
+RATE = "workload.population.session_rate"
+
+
+@dataclass
+class ProfileGrid:
+    """p_i and q_i at each profiled (M, N), with the load structure they were taken under."""
+
+    points: pd.DataFrame  # M, N, type, count, wait_thread, p, wait_db, q_active, q_idle, q, db_requests, response_time
+    runs: pd.DataFrame  # M, N, seed, offered (sessions/s), served (sessions/s)
+    share: pd.Series  # profiling mix: fraction of requests per type
+    L: float
+    setting: PoolSetting
+    model: str
+
+    def write(self, folder: str | Path) -> Path:
+        out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
+        self.points.to_csv(out / "points.csv", index=False)
+        self.runs.to_csv(out / "runs.csv", index=False)
+        meta = {"model": self.model, "L": self.L, "share": self.share.to_dict(), "pools": vars(self.setting)}
+        (out / "profile.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        return out
+
+    @classmethod
+    def read(cls, folder: str | Path) -> "ProfileGrid":
+        folder = Path(folder)
+        files = [folder / f for f in ("points.csv", "runs.csv", "profile.json")]
+        if not all(f.is_file() for f in files):
+            raise InputError(f"{folder} is not a profile (needs points.csv, runs.csv, profile.json); make one with `tierlab size profile MODEL --out {folder}`")
+        meta = json.loads(files[2].read_text())
+        share = pd.Series(meta["share"], name="share", dtype=float)
+        points = pd.read_csv(files[0], dtype={"type": str})
+        return cls(points, pd.read_csv(files[1]), share, float(meta["L"]), PoolSetting(**meta["pools"]), meta["model"])
+
+
+def grid_points(M_values, N_values) -> list[tuple[int, int]]:
+    pts = sorted({(int(m), int(n)) for m in M_values for n in N_values if m >= n >= 1})
+    if not pts:
+        raise InputError(f"the grid M={list(M_values)} × N={list(N_values)} has no point with M ≥ N ≥ 1")
+    return pts
+
+
+def served_requests(trace: Trace) -> float:
+    """Requests/s served (status ok) after the warm-up."""
+    return trace.summary["requests"]["ok"] / trace.summary["measured_seconds"]
+
+
+def _load_structure(trace: Trace) -> tuple[pd.Series, float]:
+    p = request_profile(trace)
+    return p.share, p.L
+
+
+def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
+    r = trace.summary["requests"]
+    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, sum(r.values()))
+
+
+def profile_grid(
+    model,
+    M_values=PAPER_M,
+    N_values=PAPER_N,
+    *,
+    overload: float = 0.1,
+    min_rejected: float = 0.005,
+    max_rounds: int = 8,
+    seeds=(1,),
+    tier: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    runner=None,
+    bound: float | None = None,
+) -> ProfileGrid:
+    """Profile every (M, N) of the grid with M ≥ N.
+
+    A point counts as slightly overloaded once its runs reject at least `min_rejected`
+    of the requests. A system that thrashes under heavy overload serves less there than
+    at its capacity, so the pilot can underestimate it: until the runs reject, the
+    offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
+    says whether each point got there).
+
+    `bound`: sessions/s no (M, N) can serve more of (default: the model's CPU bound);
+    give it for a live system, whose demands the model's tiers need not describe.
+    `runner`: execute the runs elsewhere than the simulator (see `sweep`)."""
+    loaded = load_model(model)
+    setting = PoolSetting.find(loaded, tier)
+    bound = bound or loaded.session_rate_bound()
+    if bound is None or not isinstance(loaded.spec.workload.population, Open):
+        raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
+    pts = grid_points(M_values, N_values)
+    run = {"workers": workers, "scheduler": scheduler, "runner": runner}
+    (share, L), = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None, runner=runner)
+    label = (lambda what, n: f"{what} ({n} points)") if progress else (lambda what, n: None)
+    pilot = sweep(loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, progress=label("pilot runs", len(pts)), **run)
+    rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
+    found: dict[tuple[int, int], list] = {}
+    pending = list(pts)
+    for round_ in range(1, max_rounds + 1):
+        keys = [(pt, s) for pt in pending for s in seeds]
+        measured = sweep(loaded, [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys], _profile_run, progress=label(f"profiling runs, round {round_}", len(pending)), **run)
+        for i, pt in enumerate(pending):
+            found[pt] = measured[i * len(seeds) : (i + 1) * len(seeds)]
+        last = round_ == max_rounds
+        pending = [pt for pt in pending if not last and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected]
+        if not pending:
+            break
+        for pt in pending:
+            rate[pt] *= 1 + overload
+    rows, run_rows = [], []
+    for pt in pts:
+        for seed, (phases, served, rejected) in zip(seeds, found[pt]):
+            rows.append(phases.reset_index().assign(M=pt[0], N=pt[1]))
+            run_rows.append({"M": pt[0], "N": pt[1], "seed": seed, "offered": rate[pt], "served": served / L, "rejected": rejected, "overloaded": rejected >= min_rejected})
+    points = _pool_seeds(pd.concat(rows, ignore_index=True))
+    return ProfileGrid(points, pd.DataFrame(run_rows), share, L, setting, loaded.spec.name)
+
+
+def _pool_seeds(df: pd.DataFrame) -> pd.DataFrame:
+    """Count-weighted means over the seeds of each (M, N, type)."""
+    value_cols = [c for c in df.columns if c not in ("M", "N", "type", "count")]
+    weighted = df[value_cols].mul(df["count"], axis=0)
+    weighted[["M", "N", "type", "count"]] = df[["M", "N", "type", "count"]]
+    g = weighted.groupby(["M", "N", "type"], sort=True)
+    out = g[value_cols].sum().div(g["count"].sum(), axis=0)
+    out.insert(0, "count", g["count"].sum())
+    return out.reset_index()[["M", "N", "type", "count", *value_cols]]

@@ -1,0 +1,101 @@
+"""The measured maximum sustainable session throughput, as Totok & Karamcheti define it
+(§5.3): the largest session arrival rate λ, on a grid of `step` (0.05), at which at
+least 60% of the runs serve 100% of their requests (no rejection, time-out or error
+after the warm-up).
+
+The search starts at a guess (the method's prediction), brackets the boundary with
+strides that double, then bisects the grid. Every configuration being searched advances one
+step per round, and a round is one sweep, so all cores stay busy. Each rate is tried
+with the same seeds (common random numbers), which keeps neighbouring rates and
+configurations comparable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ...model import load_model
+from ...model.pools import PoolSetting
+from ...run.sweep import Run, sweep
+from ...trace import Trace
+from .profiling import RATE
+
+
+def all_served(trace: Trace) -> bool:
+    r = trace.summary["requests"]
+    return r["ok"] > 0 and r["rejected"] + r["timeout"] + r["error"] == 0
+
+
+@dataclass
+class _Search:
+    """Bracket, then bisect, the boundary on the rate grid (rates in steps)."""
+
+    M: int
+    N: int
+    at: int  # next rate to try
+    passed: int | None = None  # highest rate known to pass
+    failed: int | None = None  # lowest rate known to fail
+    stride: int = 1
+
+    def record(self, ok: bool) -> None:
+        if ok:
+            self.passed = self.at if self.passed is None else max(self.passed, self.at)
+        else:
+            self.failed = self.at if self.failed is None else min(self.failed, self.at)
+        if self.passed is not None and self.failed is not None:
+            self.at = (self.passed + self.failed) // 2
+        else:  # still bracketing: double the stride away from the known side
+            self.at = self.at + self.stride if ok else max(1, self.at - self.stride)
+            self.stride *= 2
+
+    @property
+    def done(self) -> bool:
+        if self.passed is None:
+            return self.failed == 1  # even the lowest rate of the grid fails
+        return self.failed is not None and self.failed == self.passed + 1
+
+
+def max_sustainable_rate(
+    model,
+    configs: list[tuple[int, int]],
+    start: dict[tuple[int, int], float] | float,
+    *,
+    step: float = 0.05,
+    runs: int = 5,
+    success: float = 0.6,
+    tier: str | None = None,
+    extra: dict | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
+    runner=None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Returns (result: M, N, lambda_max; trials: M, N, lambda, passed_runs, runs, passed).
+    `extra` holds further model changes applied to every run (e.g. a mix); `runner`
+    executes the runs elsewhere than the simulator (see `sweep`)."""
+    loaded = load_model(model)
+    setting = PoolSetting.find(loaded, tier)
+    guess = start if isinstance(start, dict) else {c: start for c in configs}
+    searches = [_Search(M, N, max(1, round(guess[(M, N)] / step))) for M, N in dict.fromkeys(configs)]
+    trials = []
+    rounds = 0
+    while active := [s for s in searches if not s.done]:
+        rounds += 1
+        plan = [(s, seed) for s in active for seed in range(1, runs + 1)]
+        outcome = sweep(
+            loaded,
+            [Run({**(extra or {}), **setting.changes(s.M, s.N), RATE: s.at * step}, seed) for s, seed in plan],
+            all_served,
+            workers=workers,
+            scheduler=scheduler,
+            runner=runner,
+            progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress else None,
+        )
+        for i, s in enumerate(active):
+            ok = sum(outcome[i * runs : (i + 1) * runs])
+            passed = ok >= success * runs
+            trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": runs, "passed": passed})
+            s.record(passed)
+    result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10)} for s in searches])
+    return result, pd.DataFrame(trials)

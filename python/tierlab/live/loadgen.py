@@ -1,0 +1,75 @@
+"""Generate load: drive a live HTTP server with a model's workload (the Rust load
+generator, `crates/loadgen`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+from typing import Callable
+
+from .. import _core
+from ..errors import InputError
+from ..model import LoadedModel, ModelWarning, load_model
+from ..run.interrupt import raise_if_stopped
+from ..trace import Trace
+from ..trace.core import from_core
+from .mapping import Mapping, compile_requests, load_mapping
+
+
+def generate_load(
+    model: "str | Path | dict | LoadedModel",
+    mapping: "str | Path | dict | Mapping",
+    *,
+    target: str | None = None,
+    duration: float | None = None,
+    warmup: float | None = None,
+    seed: int | None = None,
+    clients: int | None = None,
+    session_rate: float | None = None,
+    records: bool | None = None,
+    workers: int | None = None,
+    connect_timeout: float = 3.0,
+    progress: Callable[..., None] | None = None,
+) -> Trace:
+    """Run the model's workload (population, chain, think times, bursts) against
+    `target` (HOST:PORT; default: the mapping's). `clients` / `session_rate` replace the
+    population (closed / open). `progress(fraction, finished, failed)` is called every
+    0.1 s. Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
+    Raises ValueError at once if the target is unreachable."""
+    loaded = load_model(model)
+    if clients is not None and session_rate is not None:
+        raise InputError("give clients (a closed population) or session_rate (an open one), not both")
+    if clients is not None:
+        loaded = loaded.with_changes({"workload.population": {"clients": clients}})
+    if session_rate is not None:
+        loaded = loaded.with_changes({"workload.population": {"session_rate": session_rate}})
+    loaded = loaded.with_run(seed=seed, duration=duration, warmup=warmup, records=records)
+    m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
+    with warnings.catch_warnings():
+        # Capacity warnings are about the model's tiers, which a live run does not use.
+        warnings.simplefilter("ignore", ModelWarning)
+        engine = loaded.engine()
+    names = [t["name"] for t in engine["types"]]
+    requests, values = compile_requests(m, names, str(mapping) if isinstance(mapping, (str, Path)) else None)
+    run = engine["run"]
+    config = {
+        "workload": engine["workload"],
+        "type_names": names,
+        "target": target or m.target,
+        "requests": requests,
+        "values": values,
+        "duration": run["duration"],
+        "warmup": run["warmup"],
+        "seed": run["seed"],
+        "window": run["window"],
+        "records": run["records"],
+        "timeout": m.timeout,
+        "connect_timeout": connect_timeout,
+        "workers": workers or min(os.cpu_count() or 1, 4),
+    }
+    out = _core.load(json.dumps(config), progress)
+    trace = from_core(out, loaded.spec.name, run["window"], "live")
+    raise_if_stopped(out, trace)
+    return trace

@@ -1,0 +1,126 @@
+"""A resizable pool of tokens — worker threads or DB connections — whose waiters are
+served FIFO or by priority (cross-tier priority, CTP) and give up after a timeout.
+The live counterpart of the simulator's pools, observed the same way (per monitoring
+window: busy, busy_max, queued, rejected; docs/trace.md), written once and used for
+both the thread and the connection pool."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+
+from .windows import Counts, Level
+
+# What a pool counts per window besides its levels (the trace summary's pool fields).
+EVENTS = ("acquired", "waited", "timed_out", "rejected")
+
+
+class PoolRejected(Exception):
+    """No token for this request: the wait timed out or there was no room to wait. The
+    request is rejected (HTTP 503)."""
+
+    def __init__(self, pool: str, reason: str):
+        super().__init__(f"no {pool} token: {reason}")
+        self.pool = pool
+
+
+class TokenPool:
+    """`size` tokens. `acquire(priority)` waits its turn: lowest priority value first,
+    FIFO within a priority (all 0: plain FIFO), for at most `timeout` seconds; with
+    `max_queue` waiters already, a request is rejected at once. `resize` takes effect
+    at once for waiters; tokens held beyond a smaller size are not taken back, only
+    not reissued."""
+
+    def __init__(self, name: str, size: int, timeout: float, max_queue: int | None = None, window: float = 0.1):
+        if size < 1:
+            raise ValueError(f"{name}: size must be ≥ 1, got {size}")
+        self.name, self.size, self.timeout, self.max_queue = name, size, timeout, max_queue
+        self.busy = 0
+        self._cv = threading.Condition()
+        self._waiters: list = []  # heap of (priority, ticket)
+        self._tickets = itertools.count()
+        self.rejected = 0
+        self.acquired = 0
+        self.observe(time.monotonic(), window)
+
+    def observe(self, origin: float, window: float) -> None:
+        """Start the per-window observation afresh at `origin` (monotonic seconds)."""
+        with self._cv:
+            self._busy = Level(origin, window, self.busy)
+            self._queued = Level(origin, window, len(self._waiters))
+            self._events = {e: Counts(origin, window) for e in EVENTS}
+
+    def _levels(self, now: float) -> None:
+        self._busy.set(now, self.busy)
+        self._queued.set(now, len(self._waiters))
+
+    def _reject(self, now: float, reason: str, timed_out: bool) -> PoolRejected:
+        self.rejected += 1
+        self._events["rejected"].add(now)
+        if timed_out:
+            self._events["timed_out"].add(now)
+        return PoolRejected(self.name, reason)
+
+    def acquire(self, priority: int = 0, timeout: float | None = None) -> None:
+        timeout = self.timeout if timeout is None else timeout
+        with self._cv:
+            now = time.monotonic()
+            if self.busy < self.size and not self._waiters:
+                self._grant(now)
+                return
+            if self.max_queue is not None and len(self._waiters) >= self.max_queue:
+                raise self._reject(now, f"{self.max_queue} already waiting", timed_out=False)
+            entry = (priority, next(self._tickets))
+            heapq.heappush(self._waiters, entry)
+            self._events["waited"].add(now)
+            self._levels(now)
+            deadline = now + timeout
+            while not (self.busy < self.size and self._waiters[0] == entry):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._waiters.remove(entry)
+                    heapq.heapify(self._waiters)
+                    now = time.monotonic()
+                    self._levels(now)
+                    self._cv.notify_all()  # the next in line may now be first
+                    raise self._reject(now, f"waited {timeout:.3f} s", timed_out=True)
+                self._cv.wait(left)
+            heapq.heappop(self._waiters)
+            self._grant(time.monotonic())
+            self._cv.notify_all()  # the next waiter may fit too (after a resize)
+
+    def _grant(self, now: float) -> None:
+        self.busy += 1
+        self.acquired += 1
+        self._events["acquired"].add(now)
+        self._levels(now)
+
+    def release(self) -> None:
+        with self._cv:
+            self.busy -= 1
+            self._levels(time.monotonic())
+            self._cv.notify_all()
+
+    def resize(self, size: int) -> None:
+        if size < 1:
+            raise ValueError(f"{self.name}: size must be ≥ 1, got {size}")
+        with self._cv:
+            self.size = size
+            self._cv.notify_all()
+
+    def sample(self) -> dict:
+        """The pool now, and its counters since it was made."""
+        with self._cv:
+            return {"size": self.size, "busy": self.busy, "queued": len(self._waiters), "rejected": self.rejected,
+                    "acquired": self.acquired, "timeout": self.timeout, "max_queue": self.max_queue}
+
+    def windows(self, n: int) -> dict[str, list[float]]:
+        """The first `n` windows of the observation: busy and queued as integrals
+        (token-seconds), busy_max, and the EVENTS counts."""
+        with self._cv:
+            now = time.monotonic()
+            busy, busy_max = self._busy.windows(now, n)
+            queued, _ = self._queued.windows(now, n)
+            return {"busy": busy, "busy_max": busy_max, "queued": queued, **{e: c.windows(n) for e, c in self._events.items()}}

@@ -1,0 +1,39 @@
+"""Which pools of a model a sizing (or a live server) sets: the tier with one
+`threads` pool and one `connections` pool — Totok & Karamcheti's M and N."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from . import LoadedModel
+
+
+@dataclass
+class PoolSetting:
+    """Where M and N live in the model."""
+
+    tier: str
+    threads: str
+    connections: str
+
+    def changes(self, M: int, N: int) -> dict:
+        pools = f"tiers.{self.tier}.pools"
+        return {f"{pools}.{self.threads}.size": M, f"{pools}.{self.connections}.size": N}
+
+    @classmethod
+    def find(cls, model: "LoadedModel", tier: str | None = None) -> "PoolSetting":
+        """The tier with one `threads` and one `connections` pool (or the named tier)."""
+        found = []
+        for name, t in model.spec.tiers.items():
+            threads = [p for p, s in t.pools.items() if s.kind == "threads"]
+            conns = [p for p, s in t.pools.items() if s.kind == "connections"]
+            if (tier is None or name == tier) and len(threads) == 1 and len(conns) == 1:
+                found.append(cls(name, threads[0], conns[0]))
+        if len(found) != 1:
+            what = f"tier {tier!r}" if tier else "exactly one tier"
+            raise InputError(f"pool sizing needs {what} with one `threads` pool and one `connections` pool (found {len(found)}); name it with --tier")
+        return found[0]

@@ -1,0 +1,59 @@
+"""The end-of-run summary as terminal tables (rich), the same for a simulated and a
+live trace: the headline, response times per request type, and every station and
+pool of every server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ..trace import Trace
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None else f"{1000 * x:.1f}"
+
+
+def frame_table(title: str, df: Any, floats: str = "{:.3g}") -> Table:
+    """A pandas frame as a rich table, numbers right-aligned."""
+    t = Table(title=title, title_justify="left")
+    for c in df.columns:
+        t.add_column(str(c), justify="right")
+    for row in df.itertuples(index=False):
+        t.add_row(*(floats.format(v) if isinstance(v, float) else str(v) for v in row))
+    return t
+
+
+def print_summary(trace: Trace, out: Console) -> None:
+    s = trace.summary
+    req = s["requests"]
+    rt = s["response_time"] or {}
+    out.print(
+        f"[bold]{s['model']}[/] ({s['source']}): {s['measured_seconds']:.0f} s measured, throughput [bold]{s['throughput']:.2f}[/] req/s, "
+        f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
+        f"timeout {req['timeout']}, error {req['error']}, in flight at end {s['in_flight_at_end']}"
+    )
+    errors = {k: v for k, v in (s["errors"] or {}).items() if v}
+    if errors:
+        out.print("[yellow]failed requests by kind:[/] " + ", ".join(f"{k} {v}" for k, v in errors.items()))
+    t = Table(title="response time (ms)", title_justify="left")
+    for c in ["type", "ok", "rejected", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
+        t.add_column(c, justify="left" if c == "type" else "right")
+    rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], v["response_time"] or {}) for n, v in s["types"].items()]
+    for name, r, x, q in rows:
+        t.add_row(name, str(r["ok"]), str(r["rejected"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
+    out.print(t)
+    u = Table(title="resources (measured period)", title_justify="left")
+    for c in ["tier", "server", "resource", "utilization / mean busy", "max busy", "pinned", "mean queued", "waited", "rejected"]:
+        u.add_column(c, justify="left" if c in ("tier", "resource") else "right")
+    for tier, tv in sorted(s["tiers"].items(), key=lambda kv: kv[1]["position"]):
+        for i, sv in enumerate(tv["servers"]):
+            for name, st in sv["stations"].items():
+                u.add_row(tier, str(i), name, f"{st['utilization']:.1%}", "", "", "", "", "")
+            for name, p in sv["pools"].items():
+                u.add_row(tier, str(i), name, f"{p['mean_busy']:.2f} / {p['size']}", f"{p['busy_max']:g}", f"{p['pinned']:.0%}",
+                          f"{p['mean_queued']:.2f}", str(p["waited"]), str(p["rejected"]))
+    if u.row_count:
+        out.print(u)

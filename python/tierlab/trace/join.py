@@ -1,0 +1,28 @@
+"""A live trace is measured in two places: the load generator sees each request from
+the client, the middleware times its phases on the server. They are joined by the
+request id the load generator sends (`X-Tierlab-Request`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .schema import PHASES
+
+
+def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -> pd.DataFrame:
+    """Add `<tier>.*` phase columns to the client's records (docs/trace.md); requests
+    the server never saw (a failed connection) get visits 0 and zero phases."""
+    cols = ["time", *PHASES, "db_requests"]
+    if server.empty:
+        server = pd.DataFrame(columns=["id", *cols])
+    s = server[server.id > 0].drop_duplicates("id").set_index("id")[cols]
+    joined = s.reindex(client["id"].to_numpy())
+    seen = joined["time"].notna().to_numpy()
+    out = client.copy()
+    out[f"{tier}.server"] = np.where(seen, 0, -1).astype(np.int32)
+    out[f"{tier}.visits"] = seen.astype(np.uint32)
+    for c in cols:
+        v = joined[c].fillna(0).to_numpy()
+        out[f"{tier}.{c}"] = v.astype(np.uint32) if c == "db_requests" else v.astype(float)
+    return out

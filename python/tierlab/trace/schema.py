@@ -1,0 +1,196 @@
+"""The trace schema (docs/trace.md), one for every producer: the simulator, the load
+generator and the live testbed. The summary's shape is written once, in Rust
+(`crates/trace/src/summary.rs`); these TypedDicts mirror it for readers and for mypy,
+and `check_summary` validates a summary against them (pydantic), naming the first
+field that is wrong. A test holds the two sides to the same fields."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from typing_extensions import TypedDict  # pydantic validates these on Python < 3.12
+
+from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+
+from ..errors import TraceError, field_path
+
+SCHEMA_VERSION = 3
+# The per-tier phase columns `<tier>.<phase>` of requests.parquet, in schema order
+# (Totok & Karamcheti's w^THR, p, w^DB, q active and idle, and the rest).
+PHASES = ["wait_thread", "before_db", "wait_db", "with_db_active", "with_db_idle", "other"]
+STATUSES = ["ok", "rejected", "timeout", "error"]
+REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
+TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
+
+# Unknown keys are errors: a misspelt field must not pass for a missing optional one.
+_STRICT = ConfigDict(extra="forbid")
+
+
+@with_config(_STRICT)
+class StatusCounts(TypedDict):
+    ok: int
+    rejected: int
+    timeout: int
+    error: int
+
+
+# A functional TypedDict: "p99.9" is not an identifier.
+Percentiles = TypedDict(
+    "Percentiles",
+    {"mean": float, "p50": float, "p90": float, "p95": float, "p98": float, "p99": float, "p99.9": float, "max": float},
+)
+Percentiles.__pydantic_config__ = _STRICT  # type: ignore[attr-defined]
+
+
+@with_config(_STRICT)
+class TypeSummary(TypedDict):
+    requests: StatusCounts
+    throughput: float
+    response_time: Percentiles | None
+
+
+@with_config(_STRICT)
+class PoolSummary(TypedDict):
+    kind: Literal["threads", "connections", "other"]
+    size: int
+    mean_busy: float
+    busy_max: float
+    mean_queued: float
+    acquired: int
+    waited: int
+    timed_out: int
+    rejected: int
+    dropped: int
+    pinned: float
+
+
+@with_config(_STRICT)
+class StationSummary(TypedDict):
+    kind: Literal["cpu", "disk"]
+    utilization: float
+
+
+@with_config(_STRICT)
+class GcSummary(TypedDict):
+    pauses: int
+    pause_time: float
+
+
+@with_config(_STRICT)
+class ServerSummary(TypedDict):
+    visits: int | None
+    throughput: float | None
+    mean_residence: float | None
+    gc: GcSummary | None
+    stations: dict[str, StationSummary]
+    pools: dict[str, PoolSummary]
+
+
+@with_config(_STRICT)
+class DispatchSummary(TypedDict):
+    dispatchers: int
+    session_migrations: int
+    sessions_created: int
+    queued: int
+    rejected_queue_full: int
+    rejected_queue_timeout: int
+    sync_messages: int
+    sync_payload_bytes: float
+
+
+@with_config(_STRICT)
+class TierSummary(TypedDict):
+    position: int
+    servers: list[ServerSummary]
+    dispatch: DispatchSummary | None
+
+
+@with_config(_STRICT)
+class LinkSummary(TypedDict):
+    utilization: float
+
+
+@with_config(_STRICT)
+class SessionSummary(TypedDict):
+    started: int
+    completed: int
+    throughput: float
+    mean_requests: float
+
+
+@with_config(_STRICT)
+class Little(TypedDict):
+    mean_in_system: float
+    arrival_rate: float
+    mean_time_in_system: float
+
+
+@with_config(_STRICT)
+class Errors(TypedDict):
+    connect: int
+    protocol: int
+    timeout: int
+    http_503: int
+    http_4xx: int
+    http_5xx: int
+
+
+@with_config(_STRICT)
+class Summary(TypedDict):
+    model: str
+    source: Literal["simulation", "live"]
+    schema_version: int
+    window: float
+    seed: int
+    duration: float
+    warmup: float
+    measured_seconds: float
+    interrupted: bool
+    requests: StatusCounts
+    in_flight_at_end: int
+    throughput: float
+    response_time: Percentiles | None
+    types: dict[str, TypeSummary]
+    tiers: dict[str, TierSummary]
+    links: dict[str, LinkSummary]
+    sessions: SessionSummary
+    little: Little
+    # the simulator's (null in a live trace)
+    simulated_until: float | None
+    events: int | None
+    # the load generator's (null in a simulated trace)
+    elapsed: float | None
+    target: str | None
+    errors: Errors | None
+    bytes_received: int | None
+    reconnects: int | None
+
+
+_SUMMARY = TypeAdapter(Summary)
+
+
+def check_summary(data: Any, where: str = "summary.json") -> Summary:
+    """`data` if it is a summary of this schema; else a TraceError naming the first
+    wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN and infinite
+    figures are wrong too: every figure of a summary is a measurement."""
+    try:
+        _SUMMARY.validate_python(data, strict=False)
+    except ValidationError as e:
+        first = e.errors()[0]
+        path = field_path(first["loc"])
+        raise TraceError(f"{where}: {path or '<top>'}: {first['msg']} (trace schema v{SCHEMA_VERSION}, see docs/trace.md)") from None
+    bad = _first_non_finite(data)
+    if bad is not None:
+        raise TraceError(f"{where}: {bad}: not a finite number (trace schema v{SCHEMA_VERSION}, see docs/trace.md)")
+    return data  # type: ignore[no-any-return]
+
+
+def _first_non_finite(node: Any, path: str = "") -> str | None:
+    if isinstance(node, float):
+        return path if node != node or node in (float("inf"), float("-inf")) else None
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        found = _first_non_finite(v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else k))
+        if found is not None:
+            return found
+    return None
