@@ -2,7 +2,7 @@
 //! series of the `client` tier, and the summary (HdrHistogram percentiles).
 
 use serde_json::{json, Map, Value};
-use sim::stats::{Output, Records, SeriesMeta, Status, TimeSeries, TypeStats};
+use trace::{Output, Records, SeriesMeta, Status, TimeSeries, TypeStats};
 
 /// Why a request failed, for the summary's `errors` (nothing is dropped silently).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

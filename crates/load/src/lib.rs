@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use sim::stats::Output;
+use trace::Output;
 
 pub use config::Config;
 

@@ -9,7 +9,7 @@ use numpy::{IntoPyArray, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use sim::stats::{Output, PHASES, STATUS_NAMES};
+use trace::{Output, PHASES, STATUS_NAMES};
 
 /// Run a simulation of an engine-JSON model. Returns a dict with `summary` (JSON text),
 /// `series`, `records` (or None), `type_names`, `status_names`, `tier_names` and `stopped_by` (the

@@ -148,7 +148,7 @@ impl Sim {
                     }
                     Err(_) => {
                         c.queue_full += self.measuring as u64;
-                        self.abort(slot, crate::stats::Status::Rejected);
+                        self.abort(slot, trace::Status::Rejected);
                     }
                 }
                 false
@@ -209,7 +209,7 @@ impl Sim {
     pub(crate) fn dispatch_expire(&mut self, tier: usize, d: usize) {
         for slot in self.clusters[tier].queues[d].expire(self.now) {
             self.clusters[tier].queue_timeouts += self.measuring as u64;
-            self.abort(slot, crate::stats::Status::Rejected);
+            self.abort(slot, trace::Status::Rejected);
         }
     }
 

@@ -3,6 +3,10 @@
 
 use rand::RngExt;
 use serde_json::{json, Map};
+use trace::{
+    Output, Records, SeriesMeta, Status, TierColumns, TimeSeries, TypeStats, BEFORE_DB, OTHER,
+    WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE,
+};
 use workload::dist::Dist;
 use workload::rng::{Stream, Streams};
 
@@ -13,7 +17,6 @@ use crate::pool::{Acquire, Pool};
 use crate::program::{flatten, Instr};
 use crate::session::Sessions;
 use crate::station::{Fcfs, Ps};
-use crate::stats::*;
 use crate::timeavg::TimeAvg;
 
 pub(crate) enum StationState {

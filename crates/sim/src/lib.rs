@@ -3,7 +3,7 @@
 //!
 //! Input is a resolved [`model::Model`] (JSON from the Python model compiler); output is
 //! a summary, a per-window time series and optional per-request records
-//! ([`stats::Output`]), the trace schema of `docs/trace.md`.
+//! ([`trace::Output`]), the trace schema of `docs/trace.md`.
 
 mod cluster;
 mod engine;
@@ -13,13 +13,12 @@ mod pool;
 mod program;
 mod session;
 mod station;
-pub mod stats;
 mod timeavg;
 
 pub use engine::Sim;
 
 /// Simulate a model given as engine JSON. `tick(fraction)` may return false to stop.
-pub fn simulate(model_json: &str, tick: impl FnMut(f64) -> bool) -> Result<stats::Output, String> {
+pub fn simulate(model_json: &str, tick: impl FnMut(f64) -> bool) -> Result<trace::Output, String> {
     let model = model::Model::from_json(model_json)?;
     Ok(Sim::new(model).run(tick))
 }
