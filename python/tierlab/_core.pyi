@@ -1,0 +1,34 @@
+"""Types of the compiled core (`crates/py`): the engine and the load generator behind
+a thin API. Each run returns the same dict: the typed summary as JSON text
+(`crates/trace`), the series, the records, the names that decode them, and the
+exception that stopped the run early (None if it ran to the end)."""
+
+from typing import Any, Callable, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+PHASES: list[str]
+SCHEMA_VERSION: int
+
+class Series(TypedDict):
+    window_start: npt.NDArray[np.float64]
+    values: npt.NDArray[np.float64]  # windows × series
+    tier: list[str]
+    server: list[int]
+    resource: list[str]
+    metric: list[str]
+
+class Output(TypedDict):
+    summary: str
+    series: Series
+    records: dict[str, npt.NDArray[Any]] | None
+    type_names: list[str]
+    status_names: list[str]
+    tier_names: list[str]
+    stopped_by: BaseException | None
+
+def simulate(model_json: str, progress: Callable[[float], object] | None = None) -> Output: ...
+def generate_load(config_json: str, progress: Callable[[float, float, float], object] | None = None) -> Output: ...
+def summary_schema() -> str: ...
