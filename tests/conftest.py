@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,39 @@ import tierlab
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
+MAPPING = EXAMPLES / "tpcw_http.yaml"
+
+
+def free_ports(n: int = 2) -> tuple[int, ...]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = tuple(s.getsockname()[1] for s in socks)
+    for s in socks:
+        s.close()
+    return ports
+
+
+@contextmanager
+def testbed_up(db: str, workdir: Path):
+    """A live testbed (the bookstore on `db`) for the duration of the block."""
+    from tierlab.live import testbed
+
+    port, admin = free_ports()
+    testbed.up(workdir, db=db, port=port, admin_port=admin, threads=10, connections=5, log=lambda *_: None)
+    try:
+        yield testbed.Testbed(workdir)
+    finally:
+        testbed.down(workdir)
+
+
+def live_model(**changes) -> "tierlab.LoadedModel":
+    """The TPC-W example as the live tests run it, short and busy; the server's pools
+    come from the model."""
+    base = {"workload.population": {"clients": 12}, "workload.think": 0.02, "workload.session_end": {"after_requests": 100_000},
+            "run.duration": 10, "run.warmup": 2, "run.seed": 4,
+            "tiers.app.pools.threads.size": 10, "tiers.app.pools.db.size": 5, "tiers.app.pools.db.caching": "transaction"}
+    return tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes(base | changes)
 
 
 def single_request_sessions(rate: float, tiers: dict, program: dict, **run) -> dict:

@@ -5,29 +5,17 @@ load generator, traces checked for consistent phases and the chain's mix — on 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 
 import pytest
 
+from tierlab import PHASES
 from tierlab.live import testbed
-from tierlab.model import load_model
 
-from conftest import EXAMPLES, ROOT, chain_mix, mix_distance
+from conftest import MAPPING, ROOT, chain_mix, live_model, mix_distance, testbed_up
 
-MAPPING = EXAMPLES / "tpcw_http.yaml"
-PHASE_COLUMNS = ["app.wait_thread", "app.before_db", "app.wait_db", "app.with_db_active", "app.with_db_idle", "app.other"]
-
-
-def _ports() -> tuple[int, int]:
-    socks = [socket.socket() for _ in range(2)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = tuple(s.getsockname()[1] for s in socks)
-    for s in socks:
-        s.close()
-    return ports
+PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 
 
 def _postgres_available() -> bool:
@@ -42,22 +30,12 @@ def bed(request, tmp_path_factory):
         pytest.skip("PostgreSQL is not installed and cannot be (not root); CI installs it")
     # PostgreSQL's data must be reachable by its own user: under the project, as users run it.
     workdir = (ROOT / ".tierlab" / "test" / "live") if request.param == "postgres" else tmp_path_factory.mktemp("sqlite") / "live"
-    port, admin = _ports()
-    testbed.up(workdir, db=request.param, port=port, admin_port=admin, threads=10, connections=5, log=lambda *_: None)
-    yield testbed.Testbed(workdir)
-    testbed.down(workdir)
-
-
-def _model(**changes):
-    """The TPC-W example as the tests run it: the server's pools come from the model."""
-    base = {"workload.population": {"clients": 12}, "workload.think": 0.02, "workload.session_end": {"after_requests": 100_000},
-            "run.duration": 10, "run.warmup": 2, "run.seed": 4,
-            "tiers.app.pools.threads.size": 10, "tiers.app.pools.db.size": 5, "tiers.app.pools.db.caching": "transaction"}
-    return load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes(base | changes)
+    with testbed_up(request.param, workdir) as bed:
+        yield bed
 
 
 def test_phases_add_up_and_the_mix_follows_the_chain(bed):
-    model = _model()
+    model = live_model()
     trace = bed.run(model, MAPPING)
     r = trace.requests
     assert len(r) > 300
@@ -83,7 +61,7 @@ def test_phases_add_up_and_the_mix_follows_the_chain(bed):
 
 
 def test_request_wide_caching_takes_one_connection_and_holds_it_idle(bed):
-    trace = bed.run(_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.db.caching": "request"}), MAPPING)
+    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.db.caching": "request"}), MAPPING)
     r = trace.requests
     uses_db = r[r["app.db_requests"] > 0]
     assert len(uses_db) > 50 and (uses_db["app.db_requests"] == 1).all()
@@ -96,7 +74,7 @@ def test_too_few_threads_reject_with_503_and_nothing_leaks(bed):
     """One thread with a short wait: requests beyond it are explicit, counted 503s."""
     pools = {"tiers.app.pools.threads": {"kind": "threads", "size": 1, "timeout": 0.05},
              "tiers.app.pools.db": {"kind": "connections", "size": 1, "timeout": 0.05, "caching": "transaction"}}
-    trace = bed.run(_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools),
+    trace = bed.run(live_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools),
                     MAPPING)
     s = trace.summary
     assert s["requests"]["ok"] > 0 and s["requests"]["rejected"] > 0
@@ -113,14 +91,14 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     pgdir = str(testbed.Path(bed.state.workdir).parent / "postgres")
     restart = threading.Timer(2.0, lambda: subprocess.run(["bash", str(script), "restart", pgdir], check=True, capture_output=True))
     restart.start()
-    trace = bed.run(_model(**{"run.duration": 8, "run.warmup": 0}), MAPPING)
+    trace = bed.run(live_model(**{"run.duration": 8, "run.warmup": 0}), MAPPING)
     restart.join()
     m = bed.wait_idle()["pools"]
     assert m["connections"]["busy"] == 0 and m["threads"]["busy"] == 0  # nothing leaked
     assert m["connections"]["discarded"] > 0  # the dead connections were thrown away
     failed = trace.summary["errors"]["http_5xx"]
     assert failed > 0 and failed == (trace.requests.status == "error").sum()
-    after = bed.run(_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING)
+    after = bed.run(live_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING)
     assert (after.requests.status == "ok").all()  # recovered
 
 
@@ -136,6 +114,6 @@ def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
 
     runs = [Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
             Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2)]
-    seen = sweep(_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
+    seen = sweep(live_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
     assert seen == [(3, 2, 1), (6, 4, 101)]  # a Search asks 101 times without request caching
 

@@ -55,10 +55,8 @@ def resources(trace: Trace) -> pd.DataFrame:
                 rows.append({"tier": tier, "depth": depth, "server": i, "resource": name, "kind": st["kind"], "family": GRACEFUL,
                              "level": st["utilization"], "pinned": float((u >= 0.99).mean()) if len(u) else 0.0, "refused": 0})
             for name, p in sv["pools"].items():
-                m = here[(here.resource == name) & (here.metric == "busy_max")]["value"]
                 rows.append({"tier": tier, "depth": depth, "server": i, "resource": name, "kind": p["kind"], "family": TOKEN,
-                             "level": p["mean_busy"] / p["size"], "pinned": float((m >= p["size"]).mean()) if len(m) else 0.0,
-                             "refused": p["rejected"] + p.get("dropped", 0)})
+                             "level": p["mean_busy"] / p["size"], "pinned": p["pinned"], "refused": p["rejected"] + p["dropped"]})
     return pd.DataFrame(rows)
 
 

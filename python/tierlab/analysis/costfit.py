@@ -90,4 +90,5 @@ def fit(table: pd.DataFrame) -> CostModel:
     sigma2 = resid @ resid / (n - k)
     se = np.sqrt(np.diag(sigma2 * np.linalg.inv(X.T @ X)))
     r2 = 1 - (resid @ resid) / ((v - v.mean()) @ (v - v.mean()))
-    return CostModel(*map(float, coef), dict(zip(PARAMETERS, map(float, se))), float(r2), n, d)
+    a, b, c = map(float, coef)
+    return CostModel(a, b, c, dict(zip(PARAMETERS, map(float, se))), float(r2), n, d)

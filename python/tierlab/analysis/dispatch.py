@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
 from ..trace import Trace, window_of
 
 
@@ -21,15 +22,18 @@ def load_imbalance(trace: Trace, tier: str, every: float = 1.0) -> float:
 
 
 def cluster_metrics(trace: Trace, tier: str) -> dict:
-    """The ReDAL paper's measures for one run, for the cluster of `tier`."""
+    """The ReDAL paper's measures for one run, for the cluster of `tier` (a simulated
+    trace: a live one has no dispatcher yet)."""
     s = trace.summary
     servers = s["tiers"][tier]["servers"]
-    d = s["tiers"][tier]["dispatch"]
-    served = sum(sv["visits"] for sv in servers)
+    d, rt = s["tiers"][tier]["dispatch"], s["response_time"]
+    if d is None or rt is None:
+        raise InputError(f"tier {tier!r} of this trace reports no dispatcher, or nothing completed: no cluster measures")
+    served = sum(sv["visits"] or 0 for sv in servers)
     return {
         "throughput_per_server": s["throughput"] / len(servers),
-        "art": s["response_time"]["mean"],
-        "p95": s["response_time"]["p95"],
+        "art": rt["mean"],
+        "p95": rt["p95"],
         "peak_utilization": max(max(st["utilization"] for st in sv["stations"].values()) for sv in servers),
         "imbalance": load_imbalance(trace, tier),
         "migrations_per_request": d["session_migrations"] / served if served else 0.0,

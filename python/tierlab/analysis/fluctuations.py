@@ -17,6 +17,7 @@ from scipy.stats import gaussian_kde
 
 from ..errors import InputError
 from ..trace import Trace, window_of
+from ..trace.schema import figures
 
 
 DIP_TABLE_LIMIT = 72_000
@@ -61,7 +62,7 @@ def rate(trace: Trace, tier: str, every: float) -> pd.Series:
     s = trace.series(tier, "arrivals").sum(axis=1)
     s = s[s.index >= trace.summary["warmup"]]
     per = s.groupby(window_of(s.index, every)).sum() / every
-    return per[per.index + every <= trace.summary["simulated_until"] + 1e-6]  # whole windows only
+    return per[per.index + every <= trace.end + 1e-6]  # whole windows only
 
 
 def residence(trace: Trace, tier: str, every: float) -> pd.Series:
@@ -99,9 +100,8 @@ def retransmissions_per_minute(trace: Trace) -> pd.Series:
 
 def fluctuations(trace: Trace) -> dict:
     """Everything above for one trace, as plain data."""
-    s = trace.summary
-    out: dict = {"p95": s["response_time"]["p95"], "p98": s["response_time"]["p98"], "mean": s["response_time"]["mean"],
-                 "tiers": tiers(trace).to_dict(orient="records")}
+    rt = figures(trace.summary["response_time"])
+    out: dict = {"p95": rt.get("p95"), "p98": rt.get("p98"), "mean": rt.get("mean"), "tiers": tiers(trace).to_dict(orient="records")}
     r = trace.requests
     if r is not None:
         ok = r[r.status == "ok"]

@@ -38,7 +38,7 @@ def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quie
     if not quiet:
         print_summary(trace, out)
     if stopped:
-        err.print(f"[yellow]interrupted[/] at t = {trace.summary['simulated_until']:.1f} s; wrote what was measured to {folder}")
+        err.print(f"[yellow]interrupted[/] at t = {trace.end:.1f} s; wrote what was measured to {folder}")
         sys.exit(130)
     err.print(f"trace written to [bold]{folder}[/]")
 

@@ -112,9 +112,10 @@ def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> 
     from ..experiments.sizing import max_sustainable_rate
     from ..report.summary import frame_table
 
-    pairs = [tuple(ints(c)) for c in configs]
-    if any(len(p) != 2 for p in pairs):
+    parsed = [ints(c) for c in configs]
+    if any(len(p) != 2 for p in parsed):
         raise InputError("--config takes M,N (two whole numbers)")
+    pairs = [(M, N) for M, N in parsed]
     result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, **where)
     out.print(frame_table("maximum sustainable session throughput", result))
     if json_out:

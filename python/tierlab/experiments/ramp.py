@@ -4,6 +4,7 @@ percentile of the response time at each step, and take the knee of that curve
 
 from __future__ import annotations
 
+
 import numpy as np
 import pandas as pd
 
@@ -14,6 +15,7 @@ from ..model import LoadedModel, load_model
 from ..model.spec import Closed
 from ..run.sweep import Run, sweep
 from ..trace import Trace
+from ..trace.schema import figures
 
 
 def load_path(model: LoadedModel) -> str:
@@ -25,7 +27,7 @@ def load_path(model: LoadedModel) -> str:
 def _point(trace: Trace) -> dict:
     """What a ramp keeps of each run: the p90 curve, and what limits the system there."""
     s = trace.summary
-    rt = s["response_time"] or {}
+    rt = figures(s["response_time"])
     b = bottleneck(trace)
     r = trace.requests
     return {"throughput": s["throughput"], "p90": rt.get("p90"), "mean": rt.get("mean"),
@@ -49,13 +51,13 @@ def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 
     (it has flattened; with timeouts the p90 may stop growing first). Raises if
     neither happens within `steps` doublings."""
     model = load_model(model)
-    first = last = None
+    first = last = float("nan")
     for k in range(steps):
         load = start * 2**k
         keys, runs = _runs(model, [load], seeds)
         here = pd.DataFrame(sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=None))
         p90, throughput = pd.to_numeric(here.p90).mean(), here.throughput.mean()
-        first = first if first is not None else p90
+        first = p90 if k == 0 else first
         if k > 0 and (p90 >= blowup * first or throughput < 1.25 * last):
             return load
         last = throughput

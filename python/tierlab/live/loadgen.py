@@ -69,7 +69,7 @@ def generate_load(
         "connect_timeout": connect_timeout,
         "workers": workers or min(os.cpu_count() or 1, 4),
     }
-    out = _core.load(json.dumps(config), progress)
-    trace = from_core(out, loaded.spec.name, run["window"], "live")
+    out = _core.generate_load(json.dumps(config), progress)
+    trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace

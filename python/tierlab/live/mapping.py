@@ -99,7 +99,7 @@ class Mapping(_Strict):
 def load_mapping(source: "str | Path | dict") -> Mapping:
     where = str(source) if isinstance(source, (str, Path)) else None
     data = source
-    if where is not None:
+    if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_file():
             raise ModelError([("", f"HTTP mapping file not found: {path}")], where)
@@ -116,7 +116,8 @@ def load_mapping(source: "str | Path | dict") -> Mapping:
 
 def _template(text: str, names: list[str]) -> list:
     """'/item?i={item}' → ['/item?i=', index of item]."""
-    pieces, at = [], 0
+    pieces: list[str | int] = []
+    at = 0
     for hole in _HOLE.finditer(text):
         if hole.start() > at:
             pieces.append(text[at:hole.start()])

@@ -28,12 +28,13 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
     problems: list[tuple[str, str]] = []
     if (chain.csv is None) == (chain.matrix is None):
         return None, [(path, "give exactly one of `csv` (a file) or `matrix` (inline {from: {to: p}})")]
+    rows: dict[str, dict[str, float]]
     if chain.csv is not None:
         rows, err = _read_csv(base_dir / chain.csv)
         if err:
             return None, [(f"{path}.csv", err)]
     else:
-        rows = chain.matrix
+        rows = chain.matrix or {}
     states = list(rows)
     for r in rows.values():
         states += [s for s in r if s not in states]

@@ -10,7 +10,7 @@ from pathlib import Path
 from . import dist
 from .burst import fit_mmpp
 from .chain import ChainData, read_chain, visit_mix
-from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, CpuStep, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
+from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, Cpu, CpuStep, Disk, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
 
 
 class _Problems(list):
@@ -85,8 +85,8 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         bad.add("workload.entry", f"{entry!r} is not a tier (tiers: {_names(tiers)})")
         entry = tiers[0]
     chain, chain_bad = read_chain(w.chain, base_dir)
-    for p in chain_bad:
-        bad.add(*p)
+    for where, problem in chain_bad:
+        bad.add(where, problem)
     busy_per_session: dict = {}
     engine_chain = None
     if chain is not None and not chain_bad:
@@ -248,7 +248,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
                 bad.add(p, why + f" ({kind} stations: {_names(candidates)})")
                 continue
             ix = list(tier.stations).index(name)
-            if kind == "cpu":
+            if isinstance(s, CpuStep):
                 out.append({"op": "cpu", "station": ix, "demand": dist.engine(s.cpu)})
             else:
                 out.append({"op": "disk", "station": ix, "accesses": dist.engine(s.disk)})
@@ -324,7 +324,8 @@ def _check_calls(m: Model, ty: str, tname: str, programs: dict, stack: list[str]
 
 def _chain(m: Model, chain: ChainData, entry: str, bad: _Problems) -> tuple[dict, list[str]]:
     c = m.workload.chain
-    engine_roles, missing = [], []
+    engine_roles: list[dict] = []
+    missing: list[str] = []
     for s in chain.states:
         ty = c.types.get(s, s)
         if s == c.back:
@@ -379,7 +380,11 @@ def _cpu_per_session(m: Model, chain: ChainData, roles: list[str], entry: str) -
     demand: dict = {}
     for state, frac in mix.items():
         _cpu_demand(m, w.chain.types.get(state, state), entry, frac * per_session, demand)
-    return {(t, st): d / (m.tiers[t].servers * m.tiers[t].stations[st].cores) for (t, st), d in demand.items()}
+    return {(t, st): d / (m.tiers[t].servers * _cores(m.tiers[t].stations[st])) for (t, st), d in demand.items()}
+
+
+def _cores(station: Cpu | Disk) -> int:
+    return station.cores if isinstance(station, Cpu) else station.channels
 
 
 def _overload(m: Model, busy_per_session: dict) -> list[str]:

@@ -25,7 +25,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Constant(_Strict):
+class _Dist(_Strict):
+    """A distribution: its mean, and its form for the engine (crates/workload's Dist)."""
+
+    def mean(self) -> float:
+        raise NotImplementedError
+
+    def engine(self) -> dict:
+        raise NotImplementedError
+
+
+class Constant(_Dist):
     constant: NonNeg
 
     def mean(self) -> float:
@@ -40,7 +50,7 @@ class ExpParams(_Strict):
     max: Pos | None = None
 
 
-class Exponential(_Strict):
+class Exponential(_Dist):
     exponential: Pos | ExpParams
 
     def _p(self) -> ExpParams:
@@ -58,7 +68,7 @@ class Exponential(_Strict):
         return {"kind": "exponential", "mean": p.mean, "max": p.max}
 
 
-class Uniform(_Strict):
+class Uniform(_Dist):
     uniform: tuple[NonNeg, NonNeg]
 
     @model_validator(mode="after")
@@ -79,7 +89,7 @@ class MeanSd(_Strict):
     sd: NonNeg
 
 
-class Normal(_Strict):
+class Normal(_Dist):
     normal: MeanSd
 
     def mean(self) -> float:
@@ -98,7 +108,7 @@ class LognormalParams(_Strict):
     sd: Pos
 
 
-class Lognormal(_Strict):
+class Lognormal(_Dist):
     lognormal: LognormalParams
 
     def mean(self) -> float:
@@ -119,7 +129,7 @@ class Weighted(_Strict):
         return self
 
 
-class Empirical(_Strict):
+class Empirical(_Dist):
     empirical: Annotated[list[NonNeg], Field(min_length=1)] | Weighted
 
     def _vw(self) -> tuple[list[float], list[float]]:
@@ -174,7 +184,7 @@ Dist = Annotated[
 ]
 
 
-def as_model(d: "float | BaseModel") -> BaseModel:
+def as_model(d: "float | _Dist") -> _Dist:
     return Constant(constant=float(d)) if isinstance(d, (int, float)) else d
 
 

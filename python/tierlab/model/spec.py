@@ -104,7 +104,7 @@ class Disk(Strict):
     def hits(self) -> float:
         if self.memory is None:
             return self.hit_ratio or 0.0
-        cached = MEMORY_PRESETS.get(self.memory, self.memory)
+        cached = MEMORY_PRESETS[self.memory] if isinstance(self.memory, str) else self.memory
         return self.locality.hits(cached) if self.locality else cached
 
 
@@ -184,7 +184,7 @@ class RedalDispatch(DispatchBase):
 
 
 def _policy(v: Any) -> str:
-    p = v.get("policy", "round_robin") if isinstance(v, dict) else getattr(v, "policy", None)
+    p = str(v.get("policy", "round_robin") if isinstance(v, dict) else getattr(v, "policy", None))
     return {"redal_w": "redal", "affinity": "plain", "random": "plain", "least_active": "plain", "power_of_two": "plain"}.get(p, p)
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..trace import Trace
+from ..trace.schema import figures
 
 
 def _ms(x: float | None) -> str:
@@ -29,7 +30,7 @@ def frame_table(title: str, df: Any, floats: str = "{:.3g}") -> Table:
 def print_summary(trace: Trace, out: Console) -> None:
     s = trace.summary
     req = s["requests"]
-    rt = s["response_time"] or {}
+    rt = figures(s["response_time"])
     out.print(
         f"[bold]{s['model']}[/] ({s['source']}): {s['measured_seconds']:.0f} s measured, throughput [bold]{s['throughput']:.2f}[/] req/s, "
         f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
@@ -41,7 +42,7 @@ def print_summary(trace: Trace, out: Console) -> None:
     t = Table(title="response time (ms)", title_justify="left")
     for c in ["type", "ok", "rejected", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
         t.add_column(c, justify="left" if c == "type" else "right")
-    rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], v["response_time"] or {}) for n, v in s["types"].items()]
+    rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], figures(v["response_time"])) for n, v in s["types"].items()]
     for name, r, x, q in rows:
         t.add_row(name, str(r["ok"]), str(r["rejected"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
     out.print(t)

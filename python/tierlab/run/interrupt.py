@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..trace import Trace
+
+if TYPE_CHECKING:
+    from .._core import Output
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -16,7 +19,7 @@ class RunInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-def raise_if_stopped(out: dict[str, Any], trace: Trace) -> None:
+def raise_if_stopped(out: Output, trace: Trace) -> None:
     """Re-raise what stopped a run of the Rust core: Ctrl-C as RunInterrupted (with
     the partial trace), any other exception (from a progress callback) as itself."""
     stopped = out["stopped_by"]

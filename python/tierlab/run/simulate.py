@@ -28,6 +28,6 @@ def simulate(
     loaded = load_model(model).with_run(seed=seed, duration=duration, warmup=warmup, records=records)
     engine = loaded.engine()
     out = _core.simulate(json.dumps(engine), progress)
-    trace = from_core(out, loaded.spec.name, loaded.spec.run.window, "simulation")
+    trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .schema import PHASES, REQUEST_COLUMNS, SCHEMA_VERSION, TIMESERIES_COLUMNS, Summary
+from .schema import PHASES, REQUEST_COLUMNS, SCHEMA_VERSION, TIMESERIES_COLUMNS, Summary, check_summary
 
 __all__ = ["PHASES", "SCHEMA_VERSION", "Summary", "Trace", "read_trace", "window_of"]
 
@@ -25,6 +25,11 @@ class Trace:
     summary: Summary
     timeseries: pd.DataFrame
     requests: pd.DataFrame | None = None
+
+    @property
+    def end(self) -> float:
+        """When the measured period ended (seconds from the start of the run)."""
+        return self.summary["warmup"] + self.summary["measured_seconds"]
 
     @property
     def interrupted(self) -> bool:
@@ -69,6 +74,7 @@ def read_trace(folder: str | Path) -> Trace:
         summary = json.loads((folder / "summary.json").read_text())
     except (ValueError, UnicodeDecodeError) as e:
         raise TraceError(f"{folder / 'summary.json'} is not valid JSON ({e}); write the trace again") from None
+    check_summary(summary, str(folder / "summary.json"))
     ts = _table(folder / "timeseries.parquet", TIMESERIES_COLUMNS)
     req = _table(folder / "requests.parquet", REQUEST_COLUMNS) if (folder / "requests.parquet").is_file() else None
     return Trace(summary, ts, req)

@@ -5,13 +5,16 @@ per series, the records as columns."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from . import Trace
-from .schema import SCHEMA_VERSION
+from .schema import check_summary
+
+if TYPE_CHECKING:
+    from .._core import Output
 
 
 def timeseries_frame(window_start: np.ndarray, values: np.ndarray, tier: list, server: list, resource: list, metric: list) -> pd.DataFrame:
@@ -33,10 +36,11 @@ def timeseries_frame(window_start: np.ndarray, values: np.ndarray, tier: list, s
     })
 
 
-def from_core(out: dict[str, Any], model: str, window: float, source: str) -> Trace:
+def from_core(out: Output, model: str) -> Trace:
     """The trace of a run of the Rust core; `model` is the model's name."""
     summary = json.loads(out["summary"])
-    summary.update(model=model, window=window, schema_version=SCHEMA_VERSION, source=source)
+    summary["model"] = model
+    check_summary(summary, "the core's summary")
     s = out["series"]
     ts = timeseries_frame(s["window_start"], s["values"], s["tier"], s["server"], s["resource"], s["metric"])
     requests = None

@@ -6,7 +6,7 @@ field that is wrong. A test holds the two sides to the same fields."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from typing_extensions import TypedDict  # pydantic validates these on Python < 3.12
 
@@ -169,6 +169,11 @@ class Summary(TypedDict):
 _SUMMARY = TypeAdapter(Summary)
 
 
+def figures(p: Percentiles | None) -> dict[str, float]:
+    """A response-time summary as a plain dict; empty when nothing completed."""
+    return cast(dict[str, float], dict(p)) if p is not None else {}
+
+
 def check_summary(data: Any, where: str = "summary.json") -> Summary:
     """`data` if it is a summary of this schema; else a TraceError naming the first
     wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN and infinite
@@ -182,7 +187,7 @@ def check_summary(data: Any, where: str = "summary.json") -> Summary:
     bad = _first_non_finite(data)
     if bad is not None:
         raise TraceError(f"{where}: {bad}: not a finite number (trace schema v{SCHEMA_VERSION}, see docs/trace.md)")
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def _first_non_finite(node: Any, path: str = "") -> str | None:

@@ -81,7 +81,8 @@ def _load_structure(trace: Trace) -> tuple[pd.Series, float]:
 
 def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
     r = trace.summary["requests"]
-    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, sum(r.values()))
+    offered = r["ok"] + r["rejected"] + r["timeout"] + r["error"]
+    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, offered)
 
 
 def profile_grid(

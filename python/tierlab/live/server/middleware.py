@@ -25,7 +25,7 @@ import time
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Any, Callable, Literal
 
 from ...trace.schema import PHASES
 from .pool import PoolRejected, TokenPool
@@ -48,7 +48,7 @@ class RequestContext:
     since: float = 0.0
     time_in: dict = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     db_requests: int = 0
-    cached: object = None  # the connection held across close() (request-wide, or in a transaction)
+    cached: Any = None  # the connection held across close() (request-wide, or in a transaction)
     in_transaction: bool = False
 
     def __post_init__(self):
@@ -92,9 +92,9 @@ class ConnectionPool:
     def set_caching(self, caching: str) -> None:
         if caching not in ("request", "transaction"):
             raise ValueError(f"caching must be 'request' or 'transaction', got {caching!r}")
-        self.caching = caching
+        self.caching = "request" if caching == "request" else "transaction"
 
-    def _checkout(self, ctx: RequestContext):
+    def _checkout(self, ctx: RequestContext) -> Any:
         ctx.enter("wait_db")
         ctx.db_requests += 1
         limit = self.type_tokens.get(ctx.type)

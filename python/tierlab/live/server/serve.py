@@ -114,7 +114,9 @@ def apply_config(tier: Tier, body: dict) -> None:
 
 def _setting(tier: Tier, pool_name: str, key: str, value):
     """A checked setting, as a function that applies it."""
-    pool = tier.threads if pool_name == "threads" else tier.db.tokens
+    db = tier.db
+    assert pool_name == "threads" or db is not None, "checked by apply_config"
+    pool = tier.threads if db is None or pool_name == "threads" else db.tokens
     where = f"{pool_name}.{key}"
     if key == "size":
         top = MAX_THREADS if pool_name == "threads" else MAX_CONNECTIONS
@@ -132,11 +134,12 @@ def _setting(tier: Tier, pool_name: str, key: str, value):
     if key == "priorities":
         if not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
             raise ValueError(f"{where} must map request types to whole numbers, e.g. {{\"BUYC\": 0, \"SRES\": 1}}")
-        holder = tier if pool_name == "threads" else tier.db
+        holder = tier if pool_name == "threads" else db
         return lambda: setattr(holder, "priorities", dict(value))
     if value not in ("request", "transaction"):
         raise ValueError(f"{where} must be request or transaction, got {value!r}")
-    return lambda: tier.db.set_caching(value)
+    assert db is not None, "checked by apply_config"
+    return lambda: db.set_caching(value)
 
 
 def main(argv: list[str] | None = None) -> None:

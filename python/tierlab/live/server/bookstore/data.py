@@ -90,7 +90,7 @@ def populate(db: Database, num_items: int = 1000, num_ebs: int = 1, seed: int = 
     today = date(2026, 1, 1)
     day = lambda back: (today - timedelta(days=back)).isoformat()  # noqa: E731
     word = lambda: rng.choice(WORDS)  # noqa: E731
-    rows = {
+    rows: dict[str, list[tuple]] = {
         "country": [(i, f"Country {i}", round(rng.uniform(0.1, 10), 4), "Currency") for i in range(1, 93)],
         "author": [(i, word().title(), word().title(), word()[:1].upper(), day(rng.randint(7000, 30000)), " ".join(word() for _ in range(20)))
                    for i in range(1, authors + 1)],
