@@ -1,10 +1,15 @@
 //! The client's view of a run, in the trace schema: per-request records, the 100 ms
 //! series of the `client` tier, and the summary (HdrHistogram percentiles).
 
-use serde_json::{json, Map, Value};
-use trace::{Output, Records, SeriesMeta, Status, TimeSeries, TypeStats};
+use std::collections::BTreeMap;
 
-/// Why a request failed, for the summary's `errors` (nothing is dropped silently).
+use trace::summary::{mean, rate, Errors, Little, SessionSummary, Summary, SCHEMA_VERSION};
+use trace::{Output, Records, RequestStats, SeriesMeta, Status, TimeSeries};
+
+use crate::config::Config;
+
+/// Why a request failed, for the summary's `errors` (nothing is dropped silently), in
+/// the order of its fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Failure {
     /// Could not open a TCP connection.
@@ -21,10 +26,6 @@ pub enum Failure {
 }
 
 impl Failure {
-    const NAMES: [&'static str; 6] = [
-        "connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx",
-    ];
-
     pub fn status(self) -> Status {
         match self {
             Failure::Timeout => Status::Timeout,
@@ -58,16 +59,15 @@ const METRICS: [&str; 5] = [
 pub struct Collector {
     warmup: f64,
     window: f64,
-    overall: TypeStats,
-    per_type: Vec<TypeStats>,
+    requests: RequestStats,
     failures: [u64; 6],
     bytes: u64,
     /// Per window: METRICS, response_time as a sum until the end.
     windows: Vec<[f64; 5]>,
     records: Option<Records>,
     rt_sum: f64,
-    pub sessions_started: u64,
-    pub sessions_completed: u64,
+    sessions_started: u64,
+    sessions_completed: u64,
     requests_of_completed: u64,
 }
 
@@ -76,8 +76,7 @@ impl Collector {
         Collector {
             warmup,
             window,
-            overall: TypeStats::default(),
-            per_type: (0..types).map(|_| TypeStats::default()).collect(),
+            requests: RequestStats::new(types),
             failures: [0; 6],
             bytes: 0,
             windows: Vec::new(),
@@ -116,12 +115,7 @@ impl Collector {
             return;
         }
         let status = d.failure.map_or(Status::Ok, Failure::status);
-        for s in [&mut self.overall, &mut self.per_type[d.rtype]] {
-            s.status[status as usize] += 1;
-            if status == Status::Ok {
-                s.latency.record(d.end - d.start);
-            }
-        }
+        self.requests.record(d.rtype, status, d.end - d.start);
         if let Some(f) = d.failure {
             self.failures[f as usize] += 1;
         }
@@ -151,19 +145,19 @@ impl Collector {
         }
     }
 
-    /// The trace. `elapsed`: how long the run went (short of `duration` if stopped);
-    /// `arrived`: requests sent after the warm-up, finished or not.
+    /// The trace of the run `cfg`. `elapsed`: how long it went (short of its duration
+    /// if stopped); `arrived`: requests sent after the warm-up, finished or not.
     pub fn finish(
         mut self,
-        run: Value,
-        type_names: Vec<String>,
+        cfg: &Config,
         elapsed: f64,
         arrived: u64,
+        reconnects: u64,
         interrupted: bool,
     ) -> Output {
         let span = (elapsed - self.warmup).max(0.0);
-        let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-        let finished: u64 = self.overall.status.iter().sum();
+        let per_s = |x: f64| rate(x, span);
+        let finished: u64 = self.requests.overall.status.iter().sum();
         // Windows up to the end of the run only; requests that ended after it are in
         // no window (in-flight at the end).
         let n = ((elapsed / self.window).ceil() as usize).max(1);
@@ -191,49 +185,55 @@ impl Collector {
             window_start: (0..n).map(|i| i as f64 * self.window).collect(),
             values,
         };
-        let types: Map<_, _> = type_names
-            .iter()
-            .zip(&self.per_type)
-            .map(|(name, s)| (name.clone(), s.to_json(per_s)))
-            .collect();
-        let errors: Map<_, _> = Failure::NAMES
-            .iter()
-            .zip(self.failures)
-            .map(|(k, n)| (k.to_string(), json!(n)))
-            .collect();
-        let mut summary = json!({
-            "measured_seconds": span,
-            "elapsed": elapsed,
-            "interrupted": interrupted,
-            "requests": self.overall.status_json(),
-            "in_flight_at_end": arrived.saturating_sub(finished),
-            "errors": errors,
-            "bytes_received": self.bytes,
-            "throughput": per_s(self.overall.status[Status::Ok as usize] as f64),
-            "response_time": self.overall.latency.to_json(),
-            "types": types,
-            "tiers": {},
-            "links": {},
-            "sessions": {
-                "started": self.sessions_started,
-                "completed": self.sessions_completed,
-                "throughput": per_s(self.sessions_completed as f64),
-                "mean_requests": if self.sessions_completed > 0 { self.requests_of_completed as f64 / self.sessions_completed as f64 } else { 0.0 },
+        let [connect, protocol, timeout, http_503, http_4xx, http_5xx] = self.failures;
+        let (started, completed) = (self.sessions_started, self.sessions_completed);
+        let summary = Summary {
+            source: "live".into(),
+            schema_version: SCHEMA_VERSION,
+            window: self.window,
+            seed: cfg.seed,
+            duration: cfg.duration,
+            warmup: self.warmup,
+            measured_seconds: span,
+            interrupted,
+            requests: self.requests.overall.counts(),
+            in_flight_at_end: arrived.saturating_sub(finished),
+            throughput: per_s(self.requests.overall.status[Status::Ok as usize] as f64),
+            response_time: self.requests.overall.latency.percentiles(),
+            types: self.requests.types(&cfg.type_names, per_s),
+            tiers: BTreeMap::new(),
+            links: BTreeMap::new(),
+            sessions: SessionSummary {
+                started,
+                completed,
+                throughput: per_s(completed as f64),
+                mean_requests: mean(self.requests_of_completed as f64, completed),
             },
-            "little": {
-                "mean_in_system": per_s(in_system),
-                "arrival_rate": per_s(arrived as f64),
-                "mean_time_in_system": if finished > 0 { self.rt_sum / finished as f64 } else { 0.0 },
+            little: Little {
+                mean_in_system: per_s(in_system),
+                arrival_rate: per_s(arrived as f64),
+                mean_time_in_system: mean(self.rt_sum, finished),
             },
-        });
-        if let (Value::Object(s), Value::Object(r)) = (&mut summary, run) {
-            s.extend(r);
-        }
+            simulated_until: None,
+            events: None,
+            elapsed: Some(elapsed),
+            target: Some(cfg.target.clone()),
+            errors: Some(Errors {
+                connect,
+                protocol,
+                timeout,
+                http_503,
+                http_4xx,
+                http_5xx,
+            }),
+            bytes_received: Some(self.bytes),
+            reconnects: Some(reconnects),
+        };
         Output {
             summary,
             series,
             records: self.records,
-            type_names,
+            type_names: cfg.type_names.clone(),
             tier_names: Vec::new(),
         }
     }

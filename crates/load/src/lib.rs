@@ -12,7 +12,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use trace::Output;
 
 pub use config::Config;
@@ -46,14 +45,7 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         .map_err(|e| format!("cannot start the load generator's runtime: {e}"))?;
     rt.block_on(async move {
         let addr = reachable(&cfg.target, cfg.connect_timeout).await?;
-        let (duration, seed, warmup, window, types) = (
-            cfg.duration,
-            cfg.seed,
-            cfg.warmup,
-            cfg.window,
-            cfg.type_names.clone(),
-        );
-        let target = cfg.target.clone();
+        let duration = cfg.duration;
         let sh = Arc::new(client::Shared::new(cfg, addr)?);
         let mut tasks = client::start(&sh);
         let mut interrupted = false;
@@ -86,11 +78,8 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
             .unwrap_or_else(|e| e.into_inner())
             .take()
             .ok_or("the run was collected twice")?;
-        let run = json!({
-            "source": "live", "target": target, "seed": seed, "duration": duration,
-            "warmup": warmup, "window": window, "reconnects": sh.reconnects.load(Relaxed),
-        });
-        Ok(collector.finish(run, types, elapsed, arrived, interrupted))
+        let reconnects = sh.reconnects.load(Relaxed);
+        Ok(collector.finish(&sh.cfg, elapsed, arrived, reconnects, interrupted))
     })
 }
 

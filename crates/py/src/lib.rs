@@ -9,7 +9,7 @@ use numpy::{IntoPyArray, PyArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use trace::{Output, PHASES, STATUS_NAMES};
+use trace::{Output, PHASES, SCHEMA_VERSION, STATUS_NAMES};
 
 /// Run a simulation of an engine-JSON model. Returns a dict with `summary` (JSON text),
 /// `series`, `records` (or None), `type_names`, `status_names`, `tier_names` and `stopped_by` (the
@@ -49,6 +49,12 @@ fn load<'py>(
             tick(&[p.fraction, p.finished as f64, p.failed as f64])
         })
     })
+}
+
+/// The JSON Schema of the summary both `simulate` and `load` return (JSON text).
+#[pyfunction]
+fn summary_schema() -> String {
+    trace::summary_schema()
 }
 
 /// Run `work` with the GIL released. Its `tick(args)` re-attaches to call
@@ -97,7 +103,9 @@ fn to_python<'py>(
     stopped_by: Option<PyErr>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("summary", out.summary.to_string())?;
+    let summary = serde_json::to_string(&out.summary)
+        .map_err(|e| PyRuntimeError::new_err(format!("summary: {e}")))?;
+    d.set_item("summary", summary)?;
     let s = out.series;
     let series = PyDict::new(py);
     let (windows, columns) = (s.window_start.len(), s.meta.len());
@@ -163,7 +171,9 @@ fn to_python<'py>(
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
+    m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;
     Ok(())
 }

@@ -5,7 +5,7 @@
 use std::collections::VecDeque;
 
 use policy::{Dispatch, Metrics, Request, WaitQueue};
-use serde_json::{json, Value};
+use trace::summary::{mean, DispatchSummary};
 
 use crate::engine::Sim;
 use crate::events::Ev;
@@ -68,17 +68,17 @@ impl Cluster {
         self.shares
     }
 
-    pub(crate) fn summary(&self) -> Value {
-        json!({
-            "dispatchers": self.dispatchers.len(),
-            "session_migrations": self.migrations,
-            "sessions_created": self.created,
-            "queued": self.queued,
-            "rejected_queue_full": self.queue_full,
-            "rejected_queue_timeout": self.queue_timeouts,
-            "sync_messages": self.syncs,
-            "sync_payload_bytes": if self.syncs > 0 { self.sync_bytes as f64 / self.syncs as f64 } else { 0.0 },
-        })
+    pub(crate) fn summary(&self) -> DispatchSummary {
+        DispatchSummary {
+            dispatchers: self.dispatchers.len() as u64,
+            session_migrations: self.migrations,
+            sessions_created: self.created,
+            queued: self.queued,
+            rejected_queue_full: self.queue_full,
+            rejected_queue_timeout: self.queue_timeouts,
+            sync_messages: self.syncs,
+            sync_payload_bytes: mean(self.sync_bytes as f64, self.syncs),
+        }
     }
 }
 

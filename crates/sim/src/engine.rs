@@ -1,10 +1,15 @@
 //! The simulation: a virtual clock, the event list, servers with their pools and
 //! stations, and requests executing their step programs tier by tier.
 
+use std::collections::BTreeMap;
+
 use rand::RngExt;
-use serde_json::{json, Map};
+use trace::summary::{
+    mean, rate, GcSummary, LinkSummary, Little, PoolSummary, ServerSummary, StationSummary,
+    Summary, TierSummary, SCHEMA_VERSION,
+};
 use trace::{
-    Output, Records, SeriesMeta, Status, TierColumns, TimeSeries, TypeStats, BEFORE_DB, OTHER,
+    Output, Records, RequestStats, SeriesMeta, Status, TierColumns, TimeSeries, BEFORE_DB, OTHER,
     WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE,
 };
 use workload::dist::Dist;
@@ -125,8 +130,7 @@ pub struct Sim {
     pub(crate) sessions: Sessions,
     // statistics
     pub(crate) measuring: bool,
-    overall: TypeStats,
-    per_type: Vec<TypeStats>,
+    requests: RequestStats,
     in_system: TimeAvg,
     little_count: u64,
     little_time: f64,
@@ -236,8 +240,8 @@ impl Sim {
             tiers: (0..nt).map(|_| TierColumns::default()).collect(),
             ..Default::default()
         });
-        let per_type = m.types.iter().map(|_| TypeStats::default()).collect();
         let sessions = Sessions::new(&m.workload, m.tiers.len());
+        let requests = RequestStats::new(m.types.len());
         Sim {
             rng: Streams::new(m.run.seed),
             m,
@@ -257,8 +261,7 @@ impl Sim {
             next_ticket: 0,
             sessions,
             measuring: false,
-            overall: TypeStats::default(),
-            per_type,
+            requests,
             in_system: TimeAvg::default(),
             little_count: 0,
             little_time: 0.0,
@@ -894,12 +897,7 @@ impl Sim {
             let rt = now - r.start;
             self.little_count += 1;
             self.little_time += rt;
-            for s in [&mut self.overall, &mut self.per_type[r.ty as usize]] {
-                s.status[status as usize] += 1;
-                if status == Status::Ok {
-                    s.latency.record(rt);
-                }
-            }
+            self.requests.record(r.ty as usize, status, rt);
             if let Some(rec) = &mut self.records {
                 rec.id.push(r.id);
                 rec.session.push(self.sessions.id(r.session));
@@ -985,97 +983,104 @@ impl Sim {
     fn finish(mut self, interrupted: bool) -> Output {
         let now = self.now;
         let span = (now - self.m.run.warmup).max(0.0);
-        let per_s = |x: f64| if span > 0.0 { x / span } else { 0.0 };
-        let types: Map<_, _> = self
-            .m
-            .types
-            .iter()
-            .zip(&self.per_type)
-            .map(|(ty, s)| (ty.name.clone(), s.to_json(per_s)))
-            .collect();
-        let utilization =
-            |busy: &mut TimeAvg| json!({ "utilization": per_s(busy.total_area(now)) });
-        let mut tiers = Map::new();
+        let per_s = |x: f64| rate(x, span);
+        let mut tiers = BTreeMap::new();
         for (ti, t) in self.m.tiers.iter().enumerate() {
-            let mut servers = Vec::new();
-            for sv in self.servers.iter_mut().filter(|sv| sv.tier == ti) {
-                let stations: Map<_, _> = t
-                    .stations
-                    .iter()
-                    .zip(&mut sv.stations)
-                    .map(|(spec, st)| {
-                        let mut u = utilization(st.busy());
-                        u["kind"] = json!(spec.kind());
-                        (spec.name().to_string(), u)
-                    })
-                    .collect();
-                let pools: Map<_, _> = t
-                    .pools
-                    .iter()
-                    .zip(&mut sv.pools)
-                    .map(|(spec, p)| {
-                        (
-                            spec.name.clone(),
-                            json!({
-                                "kind": spec.kind.name(),
-                                "size": spec.size,
-                                "mean_busy": per_s(p.busy.total_area(now)),
-                                "mean_queued": per_s(p.queue.total_area(now)),
-                                "rejected": p.rejected.total,
-                                "dropped": p.dropped.total,
-                            }),
-                        )
-                    })
-                    .collect();
-                servers.push(json!({
-                    "visits": sv.visits_total,
-                    "throughput": per_s(sv.visits_total as f64),
-                    "mean_residence": if sv.visits_total > 0 { sv.residence_total / sv.visits_total as f64 } else { 0.0 },
-                    "gc": { "pauses": sv.gc_pauses, "pause_time": sv.gc_time },
-                    "stations": stations,
-                    "pools": pools,
-                }));
-            }
-            tiers.insert(
-                t.name.clone(),
-                json!({ "position": ti, "servers": servers, "dispatch": self.clusters[ti].summary() }),
-            );
+            let servers = self
+                .servers
+                .iter_mut()
+                .filter(|sv| sv.tier == ti)
+                .map(|sv| ServerSummary {
+                    visits: Some(sv.visits_total),
+                    throughput: Some(per_s(sv.visits_total as f64)),
+                    mean_residence: Some(mean(sv.residence_total, sv.visits_total)),
+                    gc: Some(GcSummary {
+                        pauses: sv.gc_pauses,
+                        pause_time: sv.gc_time,
+                    }),
+                    stations: t
+                        .stations
+                        .iter()
+                        .zip(&mut sv.stations)
+                        .map(|(spec, st)| {
+                            let s = StationSummary {
+                                kind: spec.kind().into(),
+                                utilization: per_s(st.busy().total_area(now)),
+                            };
+                            (spec.name().to_string(), s)
+                        })
+                        .collect(),
+                    pools: t
+                        .pools
+                        .iter()
+                        .zip(&mut sv.pools)
+                        .map(|(spec, p)| {
+                            let s = PoolSummary {
+                                kind: spec.kind.name().into(),
+                                size: spec.size,
+                                mean_busy: per_s(p.busy.total_area(now)),
+                                mean_queued: per_s(p.queue.total_area(now)),
+                                rejected: p.rejected.total,
+                                dropped: p.dropped.total,
+                            };
+                            (spec.name.clone(), s)
+                        })
+                        .collect(),
+                })
+                .collect();
+            let tier = TierSummary {
+                position: ti,
+                servers,
+                dispatch: Some(self.clusters[ti].summary()),
+            };
+            tiers.insert(t.name.clone(), tier);
         }
-        let links: Map<_, _> = self
+        let links = self
             .m
             .links
             .iter()
             .zip(&mut self.links)
-            .map(|(spec, l)| (spec.name.clone(), utilization(&mut l.busy)))
+            .map(|(spec, l)| {
+                let utilization = per_s(l.busy.total_area(now));
+                (spec.name.clone(), LinkSummary { utilization })
+            })
             .collect();
-        let in_flight = self.reqs.len() - self.free_reqs.len();
-        let summary = json!({
-            "seed": self.m.run.seed,
-            "duration": self.m.run.duration,
-            "warmup": self.m.run.warmup,
-            "measured_seconds": span,
-            "simulated_until": now,
-            "interrupted": interrupted,
-            "events": self.events_done,
-            "requests": self.overall.status_json(),
-            "in_flight_at_end": in_flight,
-            "throughput": per_s(self.overall.status[0] as f64),
-            "response_time": self.overall.latency.to_json(),
-            "types": types,
-            "tiers": tiers,
-            "links": links,
-            "sessions": self.sessions.summary(per_s(1.0)),
-            "little": {
-                "mean_in_system": per_s(self.in_system.total_area(now)),
-                "arrival_rate": per_s(self.little_count as f64),
-                "mean_time_in_system": if self.little_count > 0 { self.little_time / self.little_count as f64 } else { 0.0 },
+        let type_names: Vec<String> = self.m.types.iter().map(|t| t.name.clone()).collect();
+        let summary = Summary {
+            source: "simulation".into(),
+            schema_version: SCHEMA_VERSION,
+            window: self.m.run.window,
+            seed: self.m.run.seed,
+            duration: self.m.run.duration,
+            warmup: self.m.run.warmup,
+            measured_seconds: span,
+            interrupted,
+            requests: self.requests.overall.counts(),
+            in_flight_at_end: (self.reqs.len() - self.free_reqs.len()) as u64,
+            throughput: per_s(self.requests.overall.status[Status::Ok as usize] as f64),
+            response_time: self.requests.overall.latency.percentiles(),
+            types: self.requests.types(&type_names, per_s),
+            tiers,
+            links,
+            sessions: self.sessions.summary(per_s(1.0)),
+            little: Little {
+                mean_in_system: per_s(self.in_system.total_area(now)),
+                arrival_rate: per_s(self.little_count as f64),
+                mean_time_in_system: mean(self.little_time, self.little_count),
             },
-        });
+            simulated_until: Some(now),
+            events: Some(self.events_done),
+            elapsed: None,
+            target: None,
+            errors: None,
+            bytes_received: None,
+            reconnects: None,
+        };
         Output {
             summary,
             series: std::mem::take(&mut self.series),
             records: self.records.take(),
-            type_names: self.m.types.iter().map(|t| t.name.clone()).collect(),
+            type_names,
             tier_names: self.m.tiers.iter().map(|t| t.name.clone()).collect(),
         }
     }

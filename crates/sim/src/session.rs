@@ -1,7 +1,7 @@
 //! The workload: sessions walking a Markov chain of request types with think times,
 //! as an open (Poisson session arrivals) or closed (N emulated browsers) population.
 
-use serde_json::{json, Value};
+use trace::summary::{mean, SessionSummary};
 use workload::burst::Phases;
 use workload::rng::Stream;
 use workload::spec::{Population, Workload};
@@ -89,13 +89,14 @@ impl Sessions {
         self.measuring = true;
     }
 
-    pub fn summary(&self, per_second: f64) -> Value {
-        json!({
-            "started": self.started,
-            "completed": self.completed,
-            "throughput": self.completed as f64 * per_second,
-            "mean_requests": if self.completed > 0 { self.requests_of_completed as f64 / self.completed as f64 } else { 0.0 },
-        })
+    /// `per_second`: 1 / the measured seconds (0 for none).
+    pub fn summary(&self, per_second: f64) -> SessionSummary {
+        SessionSummary {
+            started: self.started,
+            completed: self.completed,
+            throughput: self.completed as f64 * per_second,
+            mean_requests: mean(self.requests_of_completed as f64, self.completed),
+        }
     }
 }
 

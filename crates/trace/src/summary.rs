@@ -1,0 +1,239 @@
+//! The run summary (`summary.json`), typed: the simulator and the load generator fill
+//! the same structs, so both write one schema. Field names are a contract with the
+//! Python side (docs/trace.md). Every key is always present: what one source does
+//! not measure is null, never missing.
+
+use std::collections::BTreeMap;
+
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Version of the trace schema (summary, series and records).
+pub const SCHEMA_VERSION: u32 = 3;
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Summary {
+    /// "simulation" or "live".
+    pub source: String,
+    pub schema_version: u32,
+    /// Monitoring window of the series, seconds.
+    pub window: f64,
+    pub seed: u64,
+    pub duration: f64,
+    pub warmup: f64,
+    /// From the end of the warm-up to the end of the run.
+    pub measured_seconds: f64,
+    /// Stopped early (Ctrl-C): the trace covers the time until then.
+    pub interrupted: bool,
+    /// Requests that arrived after the warm-up, by outcome.
+    pub requests: StatusCounts,
+    pub in_flight_at_end: u64,
+    /// `ok` requests per measured second.
+    pub throughput: f64,
+    /// Of the `ok` requests; null when none completed.
+    pub response_time: Option<Percentiles>,
+    pub types: BTreeMap<String, TypeSummary>,
+    pub tiers: BTreeMap<String, TierSummary>,
+    pub links: BTreeMap<String, LinkSummary>,
+    pub sessions: SessionSummary,
+    pub little: Little,
+    // Simulator only (null from the load generator).
+    pub simulated_until: Option<f64>,
+    /// Engine events processed.
+    pub events: Option<u64>,
+    // Load generator only (null from the simulator).
+    /// Seconds the run went.
+    pub elapsed: Option<f64>,
+    /// The HTTP target, "host:port".
+    pub target: Option<String>,
+    pub errors: Option<Errors>,
+    pub bytes_received: Option<u64>,
+    /// Kept-alive connections the server had closed, retried on a new one.
+    pub reconnects: Option<u64>,
+}
+
+/// Request counts by outcome (`trace::STATUS_NAMES`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct StatusCounts {
+    pub ok: u64,
+    pub rejected: u64,
+    pub timeout: u64,
+    pub error: u64,
+}
+
+/// A response-time distribution, seconds: exact mean, HdrHistogram quantiles.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, JsonSchema)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p98: f64,
+    pub p99: f64,
+    #[serde(rename = "p99.9")]
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TypeSummary {
+    pub requests: StatusCounts,
+    pub throughput: f64,
+    pub response_time: Option<Percentiles>,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TierSummary {
+    /// The tier's place in the model, 0 = the front.
+    pub position: usize,
+    pub servers: Vec<ServerSummary>,
+    pub dispatch: Option<DispatchSummary>,
+}
+
+/// How a tier's dispatchers placed its requests.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DispatchSummary {
+    pub dispatchers: u64,
+    /// Stateful tiers: a session's state moved to, or created on, a server.
+    pub session_migrations: u64,
+    pub sessions_created: u64,
+    /// Requests held at a waiting dispatcher, and those it rejected.
+    pub queued: u64,
+    pub rejected_queue_full: u64,
+    pub rejected_queue_timeout: u64,
+    /// Load-metric messages among sharing dispatchers, and their mean size.
+    pub sync_messages: u64,
+    pub sync_payload_bytes: f64,
+}
+
+/// One server over the measured period.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ServerSummary {
+    pub visits: Option<u64>,
+    pub throughput: Option<f64>,
+    pub mean_residence: Option<f64>,
+    pub gc: Option<GcSummary>,
+    pub stations: BTreeMap<String, StationSummary>,
+    pub pools: BTreeMap<String, PoolSummary>,
+}
+
+/// Stop-the-world garbage collections.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct GcSummary {
+    pub pauses: u64,
+    pub pause_time: f64,
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StationSummary {
+    /// "cpu" or "disk".
+    pub kind: String,
+    pub utilization: f64,
+}
+
+/// A soft resource over the measured period.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PoolSummary {
+    /// "threads", "connections" or "other".
+    pub kind: String,
+    pub size: u32,
+    /// Time-averaged tokens held.
+    pub mean_busy: f64,
+    /// Time-averaged waiters.
+    pub mean_queued: f64,
+    /// Timed out, or refused for lack of room to wait.
+    pub rejected: u64,
+    /// Connection attempts dropped by a full pool with retransmission.
+    pub dropped: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct LinkSummary {
+    pub utilization: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct SessionSummary {
+    pub started: u64,
+    pub completed: u64,
+    /// Completed sessions per second.
+    pub throughput: f64,
+    /// Requests per completed session.
+    pub mean_requests: f64,
+}
+
+/// Little's law, L = λW, up to the edge effects of requests in flight at the start
+/// and end of the measured period.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct Little {
+    pub mean_in_system: f64,
+    pub arrival_rate: f64,
+    pub mean_time_in_system: f64,
+}
+
+/// Failed requests of a live run, by kind (nothing is dropped silently).
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
+pub struct Errors {
+    pub connect: u64,
+    pub protocol: u64,
+    pub timeout: u64,
+    pub http_503: u64,
+    pub http_4xx: u64,
+    pub http_5xx: u64,
+}
+
+/// `x` per second of a measured period of `seconds` (0 for an empty period).
+pub fn rate(x: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        x / seconds
+    } else {
+        0.0
+    }
+}
+
+/// `sum / n`, or 0 when there is nothing to average.
+pub fn mean(sum: f64, n: u64) -> f64 {
+    if n > 0 {
+        sum / n as f64
+    } else {
+        0.0
+    }
+}
+
+/// The JSON Schema (draft 2020-12) of [`Summary`] as serialized — every key required,
+/// null allowed where optional — as JSON text.
+pub fn summary_schema() -> String {
+    let schema = SchemaSettings::draft2020_12()
+        .for_serialize()
+        .into_generator()
+        .into_root_schema_for::<Summary>();
+    serde_json::to_string_pretty(&schema).expect("a schema serializes")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_requires_every_key_and_allows_null_where_optional() {
+        let schema: serde_json::Value = serde_json::from_str(&summary_schema()).unwrap();
+        let required = schema["required"].as_array().unwrap();
+        for key in [
+            "source",
+            "response_time",
+            "simulated_until",
+            "errors",
+            "reconnects",
+        ] {
+            assert!(required.iter().any(|k| k == key), "{key} not required");
+        }
+        let events = &schema["properties"]["events"]["type"];
+        assert!(
+            events.as_array().unwrap().iter().any(|t| t == "null"),
+            "events: {events}"
+        );
+        let pct = &schema["$defs"]["Percentiles"]["properties"];
+        assert!(pct.get("p99.9").is_some(), "{pct}");
+    }
+}
