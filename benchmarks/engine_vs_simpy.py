@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import resource
 import subprocess
@@ -29,6 +28,7 @@ MMC_C, MMC_RHO = 8, 0.9
 
 # ---- our engine ---------------------------------------------------------------------------
 
+
 def ours_model(case: str, n: int) -> dict:
     if case == "mmc":
         lam = MMC_RHO * MMC_C
@@ -36,10 +36,20 @@ def ours_model(case: str, n: int) -> dict:
         prog = [{"acquire": "servers"}, {"delay": {"exponential": 1.0}}, {"release": "servers"}]
     else:
         lam = RATE_NESTED
-        tiers = {"s": {"pools": {"threads": {"kind": "threads", "size": 16}, "db": {"kind": "connections", "size": 8}},
-                       "stations": {"cpu": {"kind": "cpu", "cores": 4}}}}
-        prog = [{"acquire": "threads"}, {"cpu": {"exponential": CPU_DEMAND}}, {"acquire": "db"},
-                {"delay": {"exponential": DB_HOLD}}, {"release": "db"}, {"release": "threads"}]
+        tiers = {
+            "s": {
+                "pools": {"threads": {"kind": "threads", "size": 16}, "db": {"kind": "connections", "size": 8}},
+                "stations": {"cpu": {"kind": "cpu", "cores": 4}},
+            }
+        }
+        prog = [
+            {"acquire": "threads"},
+            {"cpu": {"exponential": CPU_DEMAND}},
+            {"acquire": "db"},
+            {"delay": {"exponential": DB_HOLD}},
+            {"release": "db"},
+            {"release": "threads"},
+        ]
     return {
         "run": {"duration": n / lam, "seed": 1, "records": False, "window": 1.0},
         "tiers": tiers,
@@ -55,11 +65,18 @@ def run_ours(case: str, n: int) -> dict:
     s = tierlab.simulate(ours_model(case, n)).summary
     wall = time.perf_counter() - t0
     done = s["requests"]["ok"]
-    return {"requests": done, "wall_s": wall, "rps": done / wall, "events": s["events"], "events_per_s": s["events"] / wall,
-            "mean_rt": s["response_time"]["mean"]}
+    return {
+        "requests": done,
+        "wall_s": wall,
+        "rps": done / wall,
+        "events": s["events"],
+        "events_per_s": s["events"] / wall,
+        "mean_rt": s["response_time"]["mean"],
+    }
 
 
 # ---- SimPy, written the natural way ----------------------------------------------------------
+
 
 class PSCpu:
     """Processor sharing on k cores for SimPy: a manager process advances every job's
@@ -154,6 +171,7 @@ def run_simpy(case: str, n: int) -> dict:
 
 # ---- driver -----------------------------------------------------------------------------------
 
+
 def child(engine: str, case: str, n: int) -> dict:
     out = subprocess.run([sys.executable, __file__, "--child", engine, case, str(n)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -181,7 +199,9 @@ def main() -> None:
     res = {"requests_per_case": n}
     for case in ("mmc", "nested"):
         ours, simpy = child("ours", case, n), child("simpy", case, n)
-        print(f"{case:7s} ours  {ours['rps']:>12,.0f} req/s  {ours['events_per_s']:>12,.0f} events/s  mean RT {ours['mean_rt']:.4f}  peak {ours['peak_rss_mb']:.0f} MB")
+        print(
+            f"{case:7s} ours  {ours['rps']:>12,.0f} req/s  {ours['events_per_s']:>12,.0f} events/s  mean RT {ours['mean_rt']:.4f}  peak {ours['peak_rss_mb']:.0f} MB"
+        )
         print(f"{case:7s} simpy {simpy['rps']:>12,.0f} req/s  {'':>21s}  mean RT {simpy['mean_rt']:.4f}  peak {simpy['peak_rss_mb']:.0f} MB")
         res[case] = {"ours": ours, "simpy": simpy}
         res[f"{case}_ratio"] = ours["rps"] / simpy["rps"]

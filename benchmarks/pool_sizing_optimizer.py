@@ -29,7 +29,22 @@ def profile() -> ProfileGrid:
         for M in GRID:
             for N in GRID:
                 if M >= N:
-                    rows.append({"M": M, "N": N, "type": t, "count": 100, "p": base_p * (1 + 0.01 * M), "q": base_q * (1 + 0.02 * N), "wait_thread": 0, "wait_db": 0, "q_active": 0, "q_idle": 0, "db_requests": 1, "response_time": 0})
+                    rows.append(
+                        {
+                            "M": M,
+                            "N": N,
+                            "type": t,
+                            "count": 100,
+                            "p": base_p * (1 + 0.01 * M),
+                            "q": base_q * (1 + 0.02 * N),
+                            "wait_thread": 0,
+                            "wait_db": 0,
+                            "q_active": 0,
+                            "q_idle": 0,
+                            "db_requests": 1,
+                            "response_time": 0,
+                        }
+                    )
     share = pd.Series(rng.dirichlet(np.ones(len(TYPES))), index=TYPES)
     return ProfileGrid(pd.DataFrame(rows), pd.DataFrame(), share, 15.0, PoolSetting("app", "threads", "db"), "bench")
 
@@ -63,7 +78,18 @@ def main() -> None:
     print(f"tierlab (vectorised, incl. building the interpolants): {ours:.3f} s   target < 1 s")
     print(f"peer (point-by-point loop):                             {theirs:.3f} s")
     print(f"optimum: M={pM} N={pN} λ={plam:.4f} (both agree)")
-    print(json.dumps({"points": len(rates.table), "types": len(TYPES), "tierlab_s": round(ours, 4), "peer_s": round(theirs, 3), "speedup": round(theirs / ours, 1), "under_1s": ours < 1.0}))
+    print(
+        json.dumps(
+            {
+                "points": len(rates.table),
+                "types": len(TYPES),
+                "tierlab_s": round(ours, 4),
+                "peer_s": round(theirs, 3),
+                "speedup": round(theirs / ours, 1),
+                "under_1s": ours < 1.0,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,7 @@ PAPER_BOTTLENECK = {
     ("all_in_memory", "badly_connected"): "sockets",
 }
 # What the model's resources are called in the paper.
-PAPER_NAME = {"db.disk": "disk", "db.cpu": "CPU", "front.db_sockets": "sockets", "front.processes": "Apache processes",
-              "front.cpu": "front CPU"}
+PAPER_NAME = {"db.disk": "disk", "db.cpu": "CPU", "front.db_sockets": "sockets", "front.processes": "Apache processes", "front.cpu": "front CPU"}
 
 
 def scenario(memory: str, network: str, duration: float, warmup: float) -> dict:
@@ -74,12 +73,20 @@ def main() -> None:
     # place their white-box runs).
     ramps, knees = [], []
     for memory, network in PAPER_BOTTLENECK:
-        table, knee = ramp(scenario(memory, network, duration, warmup), seeds=seeds, scheduler=a.scheduler,
-                           progress=f"ramp {memory}/{network}", start=5, points=points)
+        table, knee = ramp(
+            scenario(memory, network, duration, warmup), seeds=seeds, scheduler=a.scheduler, progress=f"ramp {memory}/{network}", start=5, points=points
+        )
         ramps.append(table.assign(memory=memory, network=network))
-        knees.append({"memory": memory, "network": network, "knee": knee.load, "p90_at_knee": knee.value,
-                      "throughput_at_knee": float(table.set_index("load").throughput.get(knee.load, float("nan"))),
-                      "paper_knee": PAPER_KNEE[memory] if network == "well_connected" else None})
+        knees.append(
+            {
+                "memory": memory,
+                "network": network,
+                "knee": knee.load,
+                "p90_at_knee": knee.value,
+                "throughput_at_knee": float(table.set_index("load").throughput.get(knee.load, float("nan"))),
+                "paper_knee": PAPER_KNEE[memory] if network == "well_connected" else None,
+            }
+        )
     ramps, knees = pd.concat(ramps), pd.DataFrame(knees)
     ramps.to_csv(out / "ramps.csv", index=False)
     knees.to_csv(out / "knees.csv", index=False)
@@ -95,9 +102,20 @@ def main() -> None:
         r = resources(trace).assign(memory=k.memory, network=k.network, clients=clients)
         levels.append(r)
         ours = f"{b.tier}.{b.resource}"
-        rows.append({"memory": k.memory, "network": k.network, "clients": clients, "bottleneck": ours,
-                     "as_in_paper": PAPER_NAME.get(ours, ours), "kind": b.kind, "family": b.family,
-                     "level": b.level, "pinned": b.pinned, "paper": PAPER_BOTTLENECK[(k.memory, k.network)]})
+        rows.append(
+            {
+                "memory": k.memory,
+                "network": k.network,
+                "clients": clients,
+                "bottleneck": ours,
+                "as_in_paper": PAPER_NAME.get(ours, ours),
+                "kind": b.kind,
+                "family": b.family,
+                "level": b.level,
+                "pinned": b.pinned,
+                "paper": PAPER_BOTTLENECK[(k.memory, k.network)],
+            }
+        )
         if k.network == "well_connected":
             series[k.memory] = trace
     whitebox, levels = pd.DataFrame(rows), pd.concat(levels)
@@ -131,8 +149,7 @@ def _plot_knees(ramps: pd.DataFrame, knees: pd.DataFrame, path: Path) -> None:
         k = knees[(knees.memory == memory) & (knees.network == network)].iloc[0]
         if k.knee is not None:
             ax.axvline(k.knee, color=line.get_color(), ls=":", lw=1)
-    ax.set(xlabel="clients", ylabel="90th percentile response time (s)", yscale="log",
-           title="Black-box: p90 and its knee (dotted) per scenario")
+    ax.set(xlabel="clients", ylabel="90th percentile response time (s)", yscale="log", title="Black-box: p90 and its knee (dotted) per scenario")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -140,8 +157,11 @@ def _plot_knees(ramps: pd.DataFrame, knees: pd.DataFrame, path: Path) -> None:
 
 def _plot_whitebox(traces: dict, path: Path) -> None:
     """Sockets, back-end CPU and disk over time near each knee (the paper's Figs. 5–7), at 10 s."""
-    panels = [("front", "db_sockets", "busy", "open DB sockets (of 105)"), ("db", "cpu", "utilization", "back-end CPU utilization"),
-              ("db", "disk", "utilization", "disk utilization")]
+    panels = [
+        ("front", "db_sockets", "busy", "open DB sockets (of 105)"),
+        ("db", "cpu", "utilization", "back-end CPU utilization"),
+        ("db", "disk", "utilization", "disk utilization"),
+    ]
     fig, axes = plt.subplots(len(panels), 1, figsize=(8, 7), sharex=True)
     for memory, trace in traces.items():
         for ax, (tier, resource, metric, label) in zip(axes, panels):

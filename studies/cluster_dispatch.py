@@ -77,8 +77,12 @@ def main() -> None:
 
     def case(policy, clients, app=20, web=2, topology="hierarchical"):
         labels = {"policy": policy, "sessions": clients, "app_servers": app, "web_servers": web, "topology": topology}
-        changes = {"workload.population.clients": clients, "tiers.app.servers": app, "tiers.web.servers": web,
-                   "tiers.app.dispatch": _dispatch(policy, web, topology)}
+        changes = {
+            "workload.population.clients": clients,
+            "tiers.app.servers": app,
+            "tiers.web.servers": web,
+            "tiers.app.dispatch": _dispatch(policy, web, topology),
+        }
         return labels, changes
 
     base = [case(p, n) for p in POLICIES for n in sessions]
@@ -114,9 +118,11 @@ def _ci95(x: pd.Series) -> float:
 def _plot(summary: pd.DataFrame, out: Path) -> None:
     base = summary[summary.experiment == "base"]
     fig, axes = plt.subplots(2, 2, figsize=(12, 8))
-    for ax, measure, label in zip(axes.flat, ["throughput_per_server", "art", "imbalance", "peak_utilization"],
-                                  ["throughput per app server (req/s)", "average response time (s)",
-                                   "load imbalance (CoV over servers)", "peak app-server CPU utilization"]):
+    for ax, measure, label in zip(
+        axes.flat,
+        ["throughput_per_server", "art", "imbalance", "peak_utilization"],
+        ["throughput per app server (req/s)", "average response time (s)", "load imbalance (CoV over servers)", "peak app-server CPU utilization"],
+    ):
         for policy, d in base.groupby("policy", sort=False):
             ax.errorbar(d.sessions, d[f"{measure}_mean"], yerr=d[f"{measure}_ci95"], marker="o", capsize=2, label=policy)
         ax.set_xlabel("simultaneous sessions")
@@ -127,8 +133,15 @@ def _plot(summary: pd.DataFrame, out: Path) -> None:
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for ax, exp, by in ((axes[0], "app_servers", "app_servers"), (axes[1], "web_servers", "web_servers")):
-        d = pd.concat([summary[summary.experiment == exp], summary[(summary.experiment == "base") & (summary.policy.isin(
-            ["RR+affinity", "HJ (least active)", "ReDAL α=0.9"] if exp == "app_servers" else ["ReDAL α=0.9"]))]])
+        d = pd.concat(
+            [
+                summary[summary.experiment == exp],
+                summary[
+                    (summary.experiment == "base")
+                    & (summary.policy.isin(["RR+affinity", "HJ (least active)", "ReDAL α=0.9"] if exp == "app_servers" else ["ReDAL α=0.9"]))
+                ],
+            ]
+        )
         d = d[d.sessions.isin(summary[summary.experiment == exp].sessions.unique())]
         for key, g in d.groupby(["policy", by, "topology"], sort=False):
             g = g.sort_values("sessions")

@@ -50,16 +50,22 @@ def main() -> None:
     seeds = (1,) if a.quick else (1, 2, 3)
     keys = [(pools, mode, load, s) for pools in POOLS for mode in MODES for load in loads for s in seeds]
     runs = [
-        Run({"tiers.app.pools.threads.size": M, "tiers.app.pools.db.size": N, "tiers.app.pools.db.caching": mode,
-             "workload.population.session_rate": load * capacity}, s)
+        Run(
+            {
+                "tiers.app.pools.threads.size": M,
+                "tiers.app.pools.db.size": N,
+                "tiers.app.pools.db.caching": mode,
+                "workload.population.session_rate": load * capacity,
+            },
+            s,
+        )
         for (M, N), mode, load, s in keys
     ]
     measured = sweep(model, runs, _phases, progress="connection caching")
     rows = []
     for ((M, N), mode, load, seed), ph in zip(keys, measured):
         for ty, name in TYPES.items():
-            rows.append({"pools": f"M={M} N={N}", "mode": mode, "load": load, "seed": seed, "type": name,
-                         **ph.loc[ty, PHASES + ["db_requests"]].to_dict()})
+            rows.append({"pools": f"M={M} N={N}", "mode": mode, "load": load, "seed": seed, "type": name, **ph.loc[ty, PHASES + ["db_requests"]].to_dict()})
     df = pd.DataFrame(rows).groupby(["pools", "mode", "load", "type"], as_index=False)[PHASES + ["db_requests"]].mean()
     df.to_csv(out / "phases.csv", index=False)
     for pools, d in df.groupby("pools"):
@@ -69,9 +75,13 @@ def main() -> None:
     for pools, d in df.groupby("pools"):
         result[pools] = {
             f"{mode}@{load:.0%}": {
-                row.type: {"wait_thread_ms": round(row.wait_thread * 1000, 1), "with_thread_ms": round(row.with_thread * 1000, 1),
-                           "wait_db_ms": round(row.wait_db * 1000, 1), "idle_ms": round(row.q_idle * 1000, 1),
-                           "db_requests": round(row.db_requests, 2)}
+                row.type: {
+                    "wait_thread_ms": round(row.wait_thread * 1000, 1),
+                    "with_thread_ms": round(row.with_thread * 1000, 1),
+                    "wait_db_ms": round(row.wait_db * 1000, 1),
+                    "idle_ms": round(row.q_idle * 1000, 1),
+                    "db_requests": round(row.db_requests, 2),
+                }
                 for row in g.itertuples()
             }
             for (mode, load), g in d.groupby(["mode", "load"])

@@ -26,9 +26,9 @@ from pathlib import Path
 import pandas as pd
 
 from tierlab import load_model
-from tierlab.live.testbed import LiveRunner, Testbed
 from tierlab.analysis.profile import request_profile
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid
+from tierlab.live.testbed import LiveRunner, Testbed
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -62,12 +62,16 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     bed = Testbed(a.workdir)
     runner = LiveRunner(bed, MAPPING)
-    model = load_model(MODEL).with_changes({
-        "workload.think": {"exponential": 0.5},
-        "run.duration": a.warmup + a.duration, "run.warmup": a.warmup,
-        "tiers.app.pools.threads.timeout": a.timeout, "tiers.app.pools.db.timeout": a.timeout,
-        "tiers.app.pools.db.caching": "transaction",
-    })
+    model = load_model(MODEL).with_changes(
+        {
+            "workload.think": {"exponential": 0.5},
+            "run.duration": a.warmup + a.duration,
+            "run.warmup": a.warmup,
+            "tiers.app.pools.threads.timeout": a.timeout,
+            "tiers.app.pools.db.timeout": a.timeout,
+            "tiers.app.pools.db.caching": "transaction",
+        }
+    )
 
     if a.reuse:
         caching, grid = pd.read_csv(out / "caching.csv"), ProfileGrid.read(out / "profile")

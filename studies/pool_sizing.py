@@ -24,7 +24,7 @@ import pandas as pd  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.profile import request_profile  # noqa: E402
-from tierlab.experiments.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, mix_distance, profile_grid  # noqa: E402
+from tierlab.experiments.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, profile_grid  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,16 +87,25 @@ def main() -> None:
             top = d["lambda_max"].max()
             best_Ms = sorted(d.loc[d["lambda_max"] == top, "M"].astype(int))
             at_M0 = float(d.loc[d["M"] == M0, "lambda_max"].iloc[0])
-            per_n.append({
-                "N": int(N), "M0_method": M0, "lambda_method": float(by_n.loc[N, "lambda"]),
-                "M_measured_best": best_Ms, "lambda_measured_best": float(top), "lambda_measured_at_M0": at_M0,
-                "M0_within_1": any(abs(m - M0) <= 1 for m in best_Ms),
-                "error_at_M0": (float(by_n.loc[N, "lambda"]) - at_M0) / at_M0 if at_M0 else None,
-            })
+            per_n.append(
+                {
+                    "N": int(N),
+                    "M0_method": M0,
+                    "lambda_method": float(by_n.loc[N, "lambda"]),
+                    "M_measured_best": best_Ms,
+                    "lambda_measured_best": float(top),
+                    "lambda_measured_at_M0": at_M0,
+                    "M0_within_1": any(abs(m - M0) <= 1 for m in best_Ms),
+                    "error_at_M0": (float(by_n.loc[N, "lambda"]) - at_M0) / at_M0 if at_M0 else None,
+                }
+            )
         result["mixes"][name] = {
-            "reweight": weights, "distance": rates.distance, "warnings": [str(w.message) for w in caught],
+            "reweight": weights,
+            "distance": rates.distance,
+            "warnings": [str(w.message) for w in caught],
             "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])},
-            "servers_for_10_sessions_per_s": rates.servers_for(10.0), "per_N": per_n,
+            "servers_for_10_sessions_per_s": rates.servers_for(10.0),
+            "per_N": per_n,
         }
     table = pd.concat(rows, ignore_index=True)
     table.to_csv(out / "validation.csv", index=False)

@@ -28,8 +28,19 @@ def main() -> None:
         for measured in (600, 1500, 3300):
             pools = "tiers.app.pools"
             runs = [
-                Run({"workload.population.session_rate": r, f"{pools}.threads.size": 15, f"{pools}.db.size": 5, "run.duration": 300 + measured, f"{pools}.threads.timeout": timeout, f"{pools}.db.timeout": timeout}, s)
-                for r in RATES for s in SEEDS
+                Run(
+                    {
+                        "workload.population.session_rate": r,
+                        f"{pools}.threads.size": 15,
+                        f"{pools}.db.size": 5,
+                        "run.duration": 300 + measured,
+                        f"{pools}.threads.timeout": timeout,
+                        f"{pools}.db.timeout": timeout,
+                    },
+                    s,
+                )
+                for r in RATES
+                for s in SEEDS
             ]
             ok = sweep("examples/tpcw_2tier.yaml", runs, all_served, progress=None)
             passed = [sum(ok[i * len(SEEDS) : (i + 1) * len(SEEDS)]) for i in range(len(RATES))]

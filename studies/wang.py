@@ -65,14 +65,26 @@ def measure(trace) -> dict:
     sv = s["tiers"]["cjdbc"]["servers"][0]
     web_rt = residence(trace, "web", 0.1)
     light = ok[ok.type != "story"].response_time.mean()
-    return {"throughput": s["throughput"], "mean": s["response_time"]["mean"], "p95": s["response_time"]["p95"],
-            "p98": s["response_time"]["p98"], "retransmitted": float((r.retransmissions > 0).mean()),
-            "failed": int((r.status != "ok").sum()), "bottleneck_cpu": sv["stations"]["cpu"]["utilization"],
-            "gc_time": sv["gc"]["pause_time"], "dip": b.dip, "dip_p": b.p_value, "bimodal": b.bimodal,
-            "modes": b.modes, "web_rt_cov_100ms": cov(web_rt), "web_rt_max_100ms": float(web_rt.max()),
-            "light_mean": float(light), "heavy_mean": float(ok[ok.type == "story"].response_time.mean()),
-            "app_concurrency_cov_100ms": cov(trace.series("app", "concurrency").sum(axis=1)),
-            "cjdbc_concurrency_mean": float(trace.series("cjdbc", "concurrency")[0].mean())}
+    return {
+        "throughput": s["throughput"],
+        "mean": s["response_time"]["mean"],
+        "p95": s["response_time"]["p95"],
+        "p98": s["response_time"]["p98"],
+        "retransmitted": float((r.retransmissions > 0).mean()),
+        "failed": int((r.status != "ok").sum()),
+        "bottleneck_cpu": sv["stations"]["cpu"]["utilization"],
+        "gc_time": sv["gc"]["pause_time"],
+        "dip": b.dip,
+        "dip_p": b.p_value,
+        "bimodal": b.bimodal,
+        "modes": b.modes,
+        "web_rt_cov_100ms": cov(web_rt),
+        "web_rt_max_100ms": float(web_rt.max()),
+        "light_mean": float(light),
+        "heavy_mean": float(ok[ok.type == "story"].response_time.mean()),
+        "app_concurrency_cov_100ms": cov(trace.series("app", "concurrency").sum(axis=1)),
+        "cjdbc_concurrency_mean": float(trace.series("cjdbc", "concurrency")[0].mean()),
+    }
 
 
 def rates(trace) -> dict:
@@ -90,8 +102,7 @@ def series(trace) -> dict:
         rt = residence(trace, "web", every)
         conc = trace.series("web", "concurrency")[0]
         conc = conc[conc.index >= trace.summary["warmup"]]
-        out[every] = {"t": rt.index.tolist(), "rt": rt.tolist(),
-                      "concurrency": conc.groupby(window_of(conc.index, every)).mean().reindex(rt.index).tolist()}
+        out[every] = {"t": rt.index.tolist(), "rt": rt.tolist(), "concurrency": conc.groupby(window_of(conc.index, every)).mean().reindex(rt.index).tolist()}
     out["response_times"] = trace.requests.response_time.to_numpy()
     return out
 
@@ -104,8 +115,10 @@ def shared_pool(queue: str, size: int) -> dict:
     priority-ordered by request class (light before heavy)."""
     text = re.sub(r"conn_(story_list|story|search|light)\b", "db", MODEL.read_text())
     model = yaml.safe_load(text)
-    model["tiers"]["app"]["pools"] = {"threads": model["tiers"]["app"]["pools"]["threads"],
-                                      "db": {"kind": "connections", "size": size, "timeout": 30, "queue": queue}}
+    model["tiers"]["app"]["pools"] = {
+        "threads": model["tiers"]["app"]["pools"]["threads"],
+        "db": {"kind": "connections", "size": size, "timeout": 30, "queue": queue},
+    }
     return model
 
 
@@ -131,16 +144,16 @@ def main() -> None:
     bimodal = pd.DataFrame([{"I": i, "seed": s, **m} for (i, s), m in zip([(i, s) for i in BURSTS for s in seeds], got)])
     bimodal["paper_mean"] = bimodal.I.map(PAPER_MEAN_RT)
     bimodal.to_csv(out / "bimodal.csv", index=False)
-    shown = sweep(model, [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, 1) for i in BURSTS],
-                  series, progress="series", **go)
+    shown = sweep(model, [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, 1) for i in BURSTS], series, progress="series", **go)
     _plot_distributions(dict(zip(BURSTS, shown)), out / "distributions.png")
     _plot_series(shown[0], out / "fine_vs_coarse.png")
 
     # 2. Threshold workload per burstiness.
     loads = list(range(3400, 5401, 400 if a.quick else 200))
     keys = [(i, wl, s) for i in BURSTS for wl in loads for s in seeds]
-    got = sweep(model, [Run({"workload.population.clients": wl, "workload.burstiness": burst(i)}, s) for i, wl, s in keys],
-                measure, progress="thresholds", **go)
+    got = sweep(
+        model, [Run({"workload.population.clients": wl, "workload.burstiness": burst(i)}, s) for i, wl, s in keys], measure, progress="thresholds", **go
+    )
     ramps = pd.DataFrame([{"I": i, "load": wl, "seed": s, **m} for (i, wl, s), m in zip(keys, got)]).drop(columns="modes")
     ramps.to_csv(out / "threshold_ramps.csv", index=False)
     per_load = ramps.groupby(["I", "load"], as_index=False)[["retransmitted", "bottleneck_cpu", "p98"]].mean()
@@ -148,24 +161,38 @@ def main() -> None:
     for i, g in per_load.groupby("I"):
         wl = retransmission_threshold(g)
         cpu = float(g.set_index("load").bottleneck_cpu[wl]) if wl is not None else None
-        thresholds.append({"I": i, "threshold": wl, "bottleneck_cpu": cpu, "paper_threshold": PAPER_THRESHOLD[i][0],
-                           "paper_bottleneck_cpu": PAPER_THRESHOLD[i][1]})
+        thresholds.append(
+            {"I": i, "threshold": wl, "bottleneck_cpu": cpu, "paper_threshold": PAPER_THRESHOLD[i][0], "paper_bottleneck_cpu": PAPER_THRESHOLD[i][1]}
+        )
     thresholds = pd.DataFrame(thresholds)
     thresholds.to_csv(out / "thresholds.csv", index=False)
 
     # 3. Request-rate amplification at 3,000 clients (I = 1).
     got = sweep(model, [Run({"workload.population.clients": 3000}, s) for s in seeds], rates, progress="amplification", **go)
-    amplification = pd.DataFrame([{"tier": t, "mean": np.mean([g[t][0] for g in got]), "sd": np.mean([g[t][1] for g in got]),
-                                   "cov": np.mean([g[t][2] for g in got]),
-                                   "paper_mean": PAPER_RATE.get(t, (None,) * 3)[0], "paper_cov": PAPER_RATE.get(t, (None,) * 3)[2]}
-                                  for t in ("web", "app", "cjdbc", "db")])
+    amplification = pd.DataFrame(
+        [
+            {
+                "tier": t,
+                "mean": np.mean([g[t][0] for g in got]),
+                "sd": np.mean([g[t][1] for g in got]),
+                "cov": np.mean([g[t][2] for g in got]),
+                "paper_mean": PAPER_RATE.get(t, (None,) * 3)[0],
+                "paper_cov": PAPER_RATE.get(t, (None,) * 3)[2],
+            }
+            for t in ("web", "app", "cjdbc", "db")
+        ]
+    )
     amplification.to_csv(out / "amplification.csv", index=False)
 
     # 4. Stabilizers at 5,600 clients (the paper's Fig. 11; Fig. 10 used 5,800), I = 1:
     # CTP at a shared pool; connections per servlet.
-    cases = {"shared pool, FIFO": (load_model(shared_pool("fifo", 8), base_dir=MODEL.parent), {}),
-             "shared pool, CTP": (load_model(shared_pool("priority", 8), base_dir=MODEL.parent), {}),
-             "DBconn24": (model, per_servlet(24)), "DBconn12": (model, per_servlet(12)), "DBconn2": (model, per_servlet(2))}
+    cases = {
+        "shared pool, FIFO": (load_model(shared_pool("fifo", 8), base_dir=MODEL.parent), {}),
+        "shared pool, CTP": (load_model(shared_pool("priority", 8), base_dir=MODEL.parent), {}),
+        "DBconn24": (model, per_servlet(24)),
+        "DBconn12": (model, per_servlet(12)),
+        "DBconn2": (model, per_servlet(2)),
+    }
     rows, traces = [], {}
     for name, (m, changes) in cases.items():
         m = m.with_run(duration=duration, warmup=60.0)
@@ -177,13 +204,19 @@ def main() -> None:
     _plot_stabilizers(traces, out / "stabilizers.png")
 
     mean = bimodal.groupby("I")[["mean", "p95", "p98", "retransmitted", "bottleneck_cpu", "dip_p"]].mean()
-    stab = stabilizers.groupby("case", sort=False)[["throughput", "mean", "p98", "retransmitted", "web_rt_cov_100ms",
-                                                     "web_rt_max_100ms", "light_mean", "heavy_mean", "gc_time",
-                                                     "cjdbc_concurrency_mean"]].mean()
+    stab = stabilizers.groupby("case", sort=False)[
+        ["throughput", "mean", "p98", "retransmitted", "web_rt_cov_100ms", "web_rt_max_100ms", "light_mean", "heavy_mean", "gc_time", "cjdbc_concurrency_mean"]
+    ].mean()
     result = {
-        "bimodal_at_5200": {int(i): {**mean.loc[i].round(4).to_dict(), "bimodal_in_all_seeds": bool(bimodal[bimodal.I == i].bimodal.all()),
-                                     "modes_seed1": [round(x, 3) for x in bimodal[(bimodal.I == i) & (bimodal.seed == seeds[0])].modes.iloc[0]],
-                                     "paper_mean": PAPER_MEAN_RT[i]} for i in BURSTS},
+        "bimodal_at_5200": {
+            int(i): {
+                **mean.loc[i].round(4).to_dict(),
+                "bimodal_in_all_seeds": bool(bimodal[bimodal.I == i].bimodal.all()),
+                "modes_seed1": [round(x, 3) for x in bimodal[(bimodal.I == i) & (bimodal.seed == seeds[0])].modes.iloc[0]],
+                "paper_mean": PAPER_MEAN_RT[i],
+            }
+            for i in BURSTS
+        },
         "thresholds": thresholds.to_dict(orient="records"),
         "threshold_decreases_with_I": bool(thresholds.threshold.dropna().is_monotonic_decreasing),
         "rate_cov_per_tier": amplification.set_index("tier")["cov"].round(3).to_dict(),

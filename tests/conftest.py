@@ -38,12 +38,20 @@ def testbed_up(db: str, workdir: Path):
         testbed.down(workdir)
 
 
-def live_model(**changes) -> "tierlab.LoadedModel":
+def live_model(**changes) -> tierlab.LoadedModel:
     """The TPC-W example as the live tests run it, short and busy; the server's pools
     come from the model."""
-    base = {"workload.population": {"clients": 12}, "workload.think": 0.02, "workload.session_end": {"after_requests": 100_000},
-            "run.duration": 10, "run.warmup": 2, "run.seed": 4,
-            "tiers.app.pools.threads.size": 10, "tiers.app.pools.db.size": 5, "tiers.app.pools.db.caching": "transaction"}
+    base = {
+        "workload.population": {"clients": 12},
+        "workload.think": 0.02,
+        "workload.session_end": {"after_requests": 100_000},
+        "run.duration": 10,
+        "run.warmup": 2,
+        "run.seed": 4,
+        "tiers.app.pools.threads.size": 10,
+        "tiers.app.pools.db.size": 5,
+        "tiers.app.pools.db.caching": "transaction",
+    }
     return tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes(base | changes)
 
 

@@ -76,7 +76,7 @@ def test_no_import_cycles():
             if t == m or t not in GRAPH:
                 continue
             if state.get(t) == 1:
-                cycle = path[path.index(t):] + [t]
+                cycle = path[path.index(t) :] + [t]
                 pytest.fail("import cycle: " + " → ".join(cycle))
             if t not in state:
                 visit(t)
@@ -86,4 +86,3 @@ def test_no_import_cycles():
     for m in sorted(GRAPH):
         if m not in state:
             visit(m)
-

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tierlab
+
 from conftest import run
 
 
@@ -28,7 +29,7 @@ def test_backlog_overflow_retransmits_after_the_initial_timeout():
     retried = r[(r.retransmissions > 0) & (r.status == "ok")]
     assert len(retried) > 0
     # A request retransmitted k times waited at least 3 + 6 + … = 3·(2^k − 1) seconds.
-    floor = 3.0 * (2.0 ** retried.retransmissions - 1)
+    floor = 3.0 * (2.0**retried.retransmissions - 1)
     assert (retried.response_time >= floor - 1e-9).all()
     assert retried.response_time.min() >= 3.0
     # The wait counts as waiting for a thread (the request is not in yet).

@@ -11,6 +11,7 @@ import pytest
 
 import tierlab
 from tierlab import _core
+
 from conftest import EXAMPLES
 
 BASE = {
@@ -58,7 +59,11 @@ def _use(pool="threads", steps=()):
         ([_use(steps=[_use()])], "requests.A.app[0].use.steps[0]", "do not nest"),
         ([_use(), {"acquire": "threads"}, {"release": "threads"}], "requests.A.app[1]", "use blocks only, or acquire/release only"),
         ([{"acquire": "threads"}, _use()], "requests.A.app[0]", "use blocks only"),
-        ([{"transaction": {"pool": "threads", "steps": [{"transaction": {"pool": "threads", "steps": []}}]}}], "requests.A.app[0].transaction.steps[0]", "do not nest"),
+        (
+            [{"transaction": {"pool": "threads", "steps": [{"transaction": {"pool": "threads", "steps": []}}]}}],
+            "requests.A.app[0].transaction.steps[0]",
+            "do not nest",
+        ),
     ],
 )
 def test_use_blocks(program, path, text):

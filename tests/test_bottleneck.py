@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tierlab
 from tierlab.analysis.bottleneck import GRACEFUL, TOKEN, bottleneck, breakdown
+
 from conftest import single_request_sessions
 
 
@@ -50,8 +51,9 @@ def test_cli_analyze_bottleneck(tmp_path):
 
     db = {"pools": {"sockets": {"kind": "other", "size": 5}}, "stations": {"cpu": {"kind": "cpu", "cores": 8}}}
     tierlab.simulate(_two_tier(60.0, db, [{"acquire": "sockets"}, {"cpu": {"exponential": 0.1}}, {"release": "sockets"}])).write(tmp_path / "t")
-    p = subprocess.run([sys.executable, "-m", "tierlab.cli", "analyze", "bottleneck", str(tmp_path / "t"), "--json", str(tmp_path / "b.json")],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "tierlab.cli", "analyze", "bottleneck", str(tmp_path / "t"), "--json", str(tmp_path / "b.json")], capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stderr
     assert "bottleneck: db[0].sockets (other, token-based)" in p.stdout
     assert json.loads((tmp_path / "b.json").read_text())["bottleneck"]["resource"] == "sockets"

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 import tierlab
 from tierlab.model.burst import fit_mmpp
+
 from conftest import single_request_sessions
 
 
@@ -47,13 +49,17 @@ def test_poisson_when_dispersion_is_one():
     assert counts.var(ddof=1) / counts.mean() == pytest.approx(1.0, abs=0.1)
 
 
-def _closed_arrivals(I: float, duration: float = 4000) -> "np.ndarray":
+def _closed_arrivals(I: float, duration: float = 4000) -> np.ndarray:
     model = {
         "run": {"duration": duration, "warmup": 100, "window": 5.0, "records": False},
         "tiers": {"web": {}},
         "requests": {"A": {"web": [{"delay": 0.01}]}},
-        "workload": {"population": {"clients": 50}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
-                     **({"burstiness": {"dispersion": I}} if I > 1 else {})},
+        "workload": {
+            "population": {"clients": 50},
+            "think": {"exponential": 1.0},
+            "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
+            **({"burstiness": {"dispersion": I}} if I > 1 else {}),
+        },
     }
     return tierlab.simulate(model).series("web", "arrivals")[0].to_numpy()[20:-1]
 

@@ -4,12 +4,12 @@ bounded queue, dispatchers sharing metrics, and bad parameters."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from scipy.optimize import brentq
 
 import tierlab
 from tierlab.analysis.dispatch import cluster_metrics
+
 from conftest import run, single_request_sessions
 
 
@@ -49,12 +49,22 @@ def _sessions(policy: dict, **app) -> dict:
         "run": {"duration": 3_000, "warmup": 300, "seed": 5},
         "tiers": {
             "web": {"servers": 2, "dispatch": {"policy": "affinity"}},
-            "app": {"servers": 4, "dispatch": policy, "session_state": {"fetch": [{"delay": 0.05}]},
-                    "pools": {"t": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu"}}, **app},
+            "app": {
+                "servers": 4,
+                "dispatch": policy,
+                "session_state": {"fetch": [{"delay": 0.05}]},
+                "pools": {"t": {"kind": "threads", "size": 4}},
+                "stations": {"cpu": {"kind": "cpu"}},
+                **app,
+            },
         },
         "requests": {"A": {"web": [{"call": "app"}], "app": [{"acquire": "t"}, {"cpu": {"exponential": 0.05}}, {"release": "t"}]}},
-        "workload": {"population": {"clients": 20}, "think": {"exponential": 1.0},
-                     "session_end": {"after_requests": {"exponential": 10}}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+        "workload": {
+            "population": {"clients": 20},
+            "think": {"exponential": 1.0},
+            "session_end": {"after_requests": {"exponential": 10}},
+            "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
+        },
     }
 
 

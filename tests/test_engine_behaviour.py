@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 import tierlab
+
 from conftest import EXAMPLES, check_little, run, single_request_sessions
 
 
@@ -71,9 +72,19 @@ def test_session_end_after_requests_and_after_time():
         "tiers": {"web": {}},
         "requests": {"A": {"web": [{"delay": 0.01}]}},
     }
-    m = dict(base, workload={"population": {"clients": 4}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}, "session_end": {"after_requests": 5}})
+    m = dict(
+        base, workload={"population": {"clients": 4}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}, "session_end": {"after_requests": 5}}
+    )
     assert run(m).summary["sessions"]["mean_requests"] == 5
-    m = dict(base, workload={"population": {"clients": 4}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}, "session_end": {"after_time": {"duration": 10.0}}})
+    m = dict(
+        base,
+        workload={
+            "population": {"clients": 4},
+            "think": 1.0,
+            "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
+            "session_end": {"after_time": {"duration": 10.0}},
+        },
+    )
     # A request every 1.01 s: the ones sent at 0 … 9.09 s fall within 10 s, plus the first.
     assert run(m).summary["sessions"]["mean_requests"] == pytest.approx(10, abs=1)
 
@@ -103,7 +114,14 @@ def nested_model(threads: int, conns: int) -> dict:
         },
         "requests": {
             "q": {
-                "app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"acquire": "db"}, {"loop": {"count": 3, "steps": [{"call": "db"}]}}, {"release": "db"}, {"release": "threads"}],
+                "app": [
+                    {"acquire": "threads"},
+                    {"cpu": {"exponential": 0.01}},
+                    {"acquire": "db"},
+                    {"loop": {"count": 3, "steps": [{"call": "db"}]}},
+                    {"release": "db"},
+                    {"release": "threads"},
+                ],
                 "db": [{"cpu": {"exponential": 0.01}}],
             }
         },
@@ -177,6 +195,7 @@ def test_connection_caching_modes(caching, before_db, active, idle, requests):
 def test_priority_pool_serves_lower_priority_value_first():
     """One token held for 1 s; light (priority 0) and heavy (priority 1) requests wait.
     Under FIFO both wait alike; under priority the light class waits far less."""
+
     def model(queue):
         return {
             "run": {"duration": 20_000, "warmup": 100, "seed": 6},
@@ -185,7 +204,10 @@ def test_priority_pool_serves_lower_priority_value_first():
                 "light": {"priority": 0, "s": [{"acquire": "p"}, {"delay": {"exponential": 0.5}}, {"release": "p"}]},
                 "heavy": {"priority": 1, "s": [{"acquire": "p"}, {"delay": {"exponential": 0.5}}, {"release": "p"}]},
             },
-            "workload": {"population": {"session_rate": 1.6}, "chain": {"matrix": {"X": {"light": 0.5, "heavy": 0.5}, "light": {"END_OF_SESSION": 1}, "heavy": {"END_OF_SESSION": 1}}, "start": "X"}},
+            "workload": {
+                "population": {"session_rate": 1.6},
+                "chain": {"matrix": {"X": {"light": 0.5, "heavy": 0.5}, "light": {"END_OF_SESSION": 1}, "heavy": {"END_OF_SESSION": 1}}, "start": "X"},
+            },
         }
 
     fifo = run(model("fifo")).summary["types"]

@@ -8,6 +8,7 @@ import pytest
 
 import tierlab
 from tierlab.analysis.fluctuations import bimodality, fluctuations, tiers
+
 from conftest import single_request_sessions
 
 
@@ -48,8 +49,9 @@ def test_rate_fluctuation_grows_toward_the_database():
 def test_retransmissions_make_response_times_bimodal():
     m = {
         "run": {"duration": 1_000, "warmup": 50, "seed": 2},
-        "tiers": {"web": {"pools": {"threads": {"kind": "threads", "size": 2, "max_queue": 2, "retransmit": {"initial": 3.0}}},
-                          "stations": {"cpu": {"kind": "cpu"}}}},
+        "tiers": {
+            "web": {"pools": {"threads": {"kind": "threads", "size": 2, "max_queue": 2, "retransmit": {"initial": 3.0}}}, "stations": {"cpu": {"kind": "cpu"}}}
+        },
         "requests": {"A": {"web": [{"acquire": "threads"}, {"cpu": {"exponential": 0.05}}, {"release": "threads"}]}},
         "workload": {"population": {"session_rate": 15.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
     }
@@ -66,8 +68,22 @@ def test_cli_analyze_fluctuations(tmp_path):
 
     program = {"web": [{"loop": {"count": 3, "steps": [{"call": "db"}]}}], "db": [{"delay": {"exponential": 0.002}}]}
     tierlab.simulate(single_request_sessions(20.0, {"web": {}, "db": {}}, program, duration=300, warmup=10, records=True)).write(tmp_path / "t")
-    p = subprocess.run([sys.executable, "-m", "tierlab.cli", "analyze", "fluctuations", str(tmp_path / "t"),
-                        "--json", str(tmp_path / "f.json"), "--plot", str(tmp_path / "f.png")], capture_output=True, text=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tierlab.cli",
+            "analyze",
+            "fluctuations",
+            str(tmp_path / "t"),
+            "--json",
+            str(tmp_path / "f.json"),
+            "--plot",
+            str(tmp_path / "f.png"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     f = json.loads((tmp_path / "f.json").read_text())
     assert [t["tier"] for t in f["tiers"]] == ["web", "db"] and "bimodal" in p.stdout

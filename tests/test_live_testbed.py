@@ -72,10 +72,11 @@ def test_request_wide_caching_takes_one_connection_and_holds_it_idle(bed):
 
 def test_too_few_threads_reject_with_503_and_nothing_leaks(bed):
     """One thread with a short wait: requests beyond it are explicit, counted 503s."""
-    pools = {"tiers.app.pools.threads": {"kind": "threads", "size": 1, "timeout": 0.05},
-             "tiers.app.pools.db": {"kind": "connections", "size": 1, "timeout": 0.05, "caching": "transaction"}}
-    trace = bed.run(live_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools),
-                    MAPPING)
+    pools = {
+        "tiers.app.pools.threads": {"kind": "threads", "size": 1, "timeout": 0.05},
+        "tiers.app.pools.db": {"kind": "connections", "size": 1, "timeout": 0.05, "caching": "transaction"},
+    }
+    trace = bed.run(live_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools), MAPPING)
     s = trace.summary
     assert s["requests"]["ok"] > 0 and s["requests"]["rejected"] > 0
     m = bed.wait_idle()["pools"]
@@ -112,8 +113,9 @@ def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
     from tierlab.live.testbed import LiveRunner
     from tierlab.run import Run, sweep
 
-    runs = [Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
-            Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2)]
+    runs = [
+        Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
+        Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2),
+    ]
     seen = sweep(live_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
     assert seen == [(3, 2, 1), (6, 4, 101)]  # a Search asks 101 times without request caching
-

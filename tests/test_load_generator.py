@@ -72,11 +72,20 @@ def _model(matrix: dict, start: str, clients: int = 8, think: float = 0.01, **wo
 
 
 def test_the_mix_follows_the_chains_stationary_distribution(stub):
-    model = load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes({
-        "workload.population": {"clients": 20}, "workload.think": 0.002,
-        "workload.session_end": {"after_requests": 100_000}, "run.duration": 6, "run.warmup": 1,
-    })
-    mapping = {"requests": {t: {"path": "/ok"} for t in ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]}}
+    model = load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes(
+        {
+            "workload.population": {"clients": 20},
+            "workload.think": 0.002,
+            "workload.session_end": {"after_requests": 100_000},
+            "run.duration": 6,
+            "run.warmup": 1,
+        }
+    )
+    mapping = {
+        "requests": {
+            t: {"path": "/ok"} for t in ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]
+        }
+    }
     trace = tierlab.live.generate_load(model, mapping, target=stub)
     r = trace.requests
     assert len(r) > 1000 and (r.status == "ok").all()
@@ -90,8 +99,10 @@ def test_the_mix_follows_the_chains_stationary_distribution(stub):
 
 def test_cookies_are_kept_per_session_and_values_drawn(stub):
     model = _model({"A": {"B": 1}, "B": {"A": 0.5, "END_OF_SESSION": 0.5}}, "A", clients=4)
-    mapping = {"values": {"n": {"int": [1, 3], "per": "request"}, "who": {"choice": ["x y"]}},
-               "requests": {"A": {"path": "/ok?n={n}&w={who}"}, "B": {"path": "/ok"}}}
+    mapping = {
+        "values": {"n": {"int": [1, 3], "per": "request"}, "who": {"choice": ["x y"]}},
+        "requests": {"A": {"path": "/ok?n={n}&w={who}"}, "B": {"path": "/ok"}},
+    }
     tierlab.live.generate_load(model, mapping, target=stub)
     by_session: dict = {}
     for sid, _, cookie, path in Stub.seen:

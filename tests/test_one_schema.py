@@ -77,7 +77,7 @@ def test_bottleneck(trace):
     b = bottleneck(trace)
     assert b is not None and b.tier in trace.summary["tiers"]
     times = breakdown(trace)
-    assert (times.set_index("tier").loc["app", "time"] > 0)
+    assert times.set_index("tier").loc["app", "time"] > 0
 
 
 def test_fluctuations(trace):
@@ -96,6 +96,7 @@ def test_ramp_step(trace):
 @pytest.mark.parametrize("source", SOURCES)
 def test_cli_reads_either_trace(folders, source, tmp_path):
     """`size optimize --trace` takes the request mix from the trace; `analyze …` prints."""
+
     def cli(*args):
         p = subprocess.run([sys.executable, "-m", "tierlab.cli", *map(str, args)], capture_output=True, text=True)
         assert p.returncode == 0, p.stderr

@@ -15,12 +15,19 @@ from tierlab.analysis import costfit
 from tierlab.experiments.costtable import simulate_table
 from tierlab.experiments.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
 from tierlab.run import Run, sweep
+
 from conftest import EXAMPLES
 
 # The paper's Table I ("max-loaded", M = N = 30, seconds) and Table II.
 TABLE_I = {  # type: (p, q)
-    "Home": (0.235, 0.0), "Search": (0.101, 0.646), "Item": (0.026, 0.311), "Add To Cart": (0.061, 0.227),
-    "Cart": (0.008, 0.0), "Register": (0.007, 0.0), "Buy Request": (0.205, 0.940), "Buy Confirm": (0.230, 1.165),
+    "Home": (0.235, 0.0),
+    "Search": (0.101, 0.646),
+    "Item": (0.026, 0.311),
+    "Add To Cart": (0.061, 0.227),
+    "Cart": (0.008, 0.0),
+    "Register": (0.007, 0.0),
+    "Buy Request": (0.205, 0.940),
+    "Buy Confirm": (0.230, 1.165),
 }
 TYPES = list(TABLE_I)
 PROFILING = pd.Series([6.82, 31.93, 42.73, 4.76, 2.03, 3.58, 3.58, 3.58], index=TYPES) / 100
@@ -31,7 +38,20 @@ LOAD2 = pd.Series([5.37, 48.07, 41.55, 1.39, 0.53, 1.03, 1.03, 1.03], index=TYPE
 def _table_i_grid() -> ProfileGrid:
     """Table I's values at a few (M, N) around (30, 30), so (30, 30) is a data point."""
     rows = [
-        {"M": M, "N": N, "type": t, "count": 100, "wait_thread": 0.0, "p": p, "wait_db": 0.0, "q_active": q, "q_idle": 0.0, "q": q, "db_requests": 1.0, "response_time": p + q}
+        {
+            "M": M,
+            "N": N,
+            "type": t,
+            "count": 100,
+            "wait_thread": 0.0,
+            "p": p,
+            "wait_db": 0.0,
+            "q_active": q,
+            "q_idle": 0.0,
+            "q": q,
+            "db_requests": 1.0,
+            "response_time": p + q,
+        }
         for M, N in [(30, 30), (30, 10), (20, 10), (20, 20), (40, 20), (40, 40)]
         for t, (p, q) in TABLE_I.items()
     ]
@@ -80,7 +100,22 @@ def test_optimum_lambda_of_N_and_servers_on_a_synthetic_profile():
         for N in (1, 2, 5, 10, 15, 20, 30):
             if M >= N:
                 p, q = _synthetic(M, N)
-                rows.append({"M": M, "N": N, "type": "A", "count": 10, "p": p, "q": q, "wait_thread": 0, "wait_db": 0, "q_active": q, "q_idle": 0, "db_requests": 1, "response_time": 0})
+                rows.append(
+                    {
+                        "M": M,
+                        "N": N,
+                        "type": "A",
+                        "count": 10,
+                        "p": p,
+                        "q": q,
+                        "wait_thread": 0,
+                        "wait_db": 0,
+                        "q_active": q,
+                        "q_idle": 0,
+                        "db_requests": 1,
+                        "response_time": 0,
+                    }
+                )
     grid = ProfileGrid(pd.DataFrame(rows), pd.DataFrame(), pd.Series({"A": 1.0}), 1.0, PoolSetting("app", "t", "c"), "synthetic")
     rates = PoolSizing(grid).rates()
     t = rates.table.set_index(["M", "N"])
@@ -113,7 +148,7 @@ def test_profiling_measures_contention_on_the_example():
     pts = grid.points.set_index(["M", "N", "type"])
     assert pts.loc[(20, 5, "HOME"), "p"] > 1.5 * pts.loc[(5, 5, "HOME"), "p"]
     assert pts.loc[(20, 20, "SRES"), "q"] > 1.2 * pts.loc[(20, 2, "SRES"), "q"]
-    assert (pts.loc[(20, 20, "SRES"), "db_requests"] == 1.0)  # request-wide caching
+    assert pts.loc[(20, 20, "SRES"), "db_requests"] == 1.0  # request-wide caching
     # Cached between accesses while the app does entity-bean work: idle; Home has no DB access.
     assert (pts.xs("SRES", level="type")["q_idle"] > 0).all() and (pts.xs("HOME", level="type")["q"] == 0).all()
     rates = PoolSizing(grid).rates()
@@ -124,7 +159,9 @@ def test_profiling_measures_contention_on_the_example():
 def _one_pool_model(timeout: float) -> dict:
     return {
         "run": {"duration": 700, "warmup": 100, "records": False},
-        "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}},
+        "tiers": {
+            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}
+        },
         "requests": {"job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}},
         "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
     }
@@ -221,7 +258,11 @@ def test_cli_cost_fit_and_bad_table(tmp_path):
     import subprocess
     import sys
 
-    ok = subprocess.run([sys.executable, "-m", "tierlab.cli", "cost", "fit", str(EXAMPLES / "chen_gorton_stockonline.csv"), "--json", str(tmp_path / "fit.json")], capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "tierlab.cli", "cost", "fit", str(EXAMPLES / "chen_gorton_stockonline.csv"), "--json", str(tmp_path / "fit.json")],
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     import json
 
@@ -241,14 +282,32 @@ def test_cli_size_profile_optimize_validate(tmp_path):
     model = {
         "run": {"duration": 400, "warmup": 50, "seed": 3},
         "tiers": {
-            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": 5}, "db": {"kind": "connections", "size": 2, "timeout": 5, "caching": "request"}},
-                    "stations": {"cpu": {"kind": "cpu", "cores": 1, "overhead": 0.01}}},
+            "app": {
+                "pools": {
+                    "threads": {"kind": "threads", "size": 4, "timeout": 5},
+                    "db": {"kind": "connections", "size": 2, "timeout": 5, "caching": "request"},
+                },
+                "stations": {"cpu": {"kind": "cpu", "cores": 1, "overhead": 0.01}},
+            },
             "db": {"stations": {"cpu": {"kind": "cpu", "cores": 1}}},
         },
-        "requests": {"A": {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"loop": {"count": 3, "steps": [{"use": {"pool": "db", "steps": [{"delay": 0.002}, {"call": "db"}]}}]}}, {"release": "threads"}],
-                           "db": [{"cpu": {"exponential": 0.002}}]}},
-        "workload": {"population": {"session_rate": 5}, "think": {"exponential": 1}, "session_end": {"after_requests": 5},
-                     "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+        "requests": {
+            "A": {
+                "app": [
+                    {"acquire": "threads"},
+                    {"cpu": {"exponential": 0.01}},
+                    {"loop": {"count": 3, "steps": [{"use": {"pool": "db", "steps": [{"delay": 0.002}, {"call": "db"}]}}]}},
+                    {"release": "threads"},
+                ],
+                "db": [{"cpu": {"exponential": 0.002}}],
+            }
+        },
+        "workload": {
+            "population": {"session_rate": 5},
+            "think": {"exponential": 1},
+            "session_end": {"after_requests": 5},
+            "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
+        },
     }
     path = tmp_path / "m.yaml"
     path.write_text(yaml.safe_dump(model))

@@ -73,9 +73,7 @@ def test_mmcc_loss_erlang_b(c, lam):
 def test_mmk_processor_sharing(k, lam):
     """M/M/1-PS: W = S/(1−ρ). M/M/k-PS with per-job share min(1, k/n) has the birth–death
     process of M/M/k, hence the same mean response time (Erlang C)."""
-    m = single_request_sessions(
-        lam, {"s": {"stations": {"cpu": {"kind": "cpu", "cores": k}}}}, {"s": [{"cpu": {"exponential": 1.0}}]}, duration=200_000
-    )
+    m = single_request_sessions(lam, {"s": {"stations": {"cpu": {"kind": "cpu", "cores": k}}}}, {"s": [{"cpu": {"exponential": 1.0}}]}, duration=200_000)
     t = run(m)
     expected = 1 / (1 - lam) if k == 1 else mmc_response(k, lam, 1.0)
     assert t.summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)

@@ -84,8 +84,11 @@ def test_cli_ramp_writes_the_knee(tmp_path):
         "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
     }
     (tmp_path / "m.yaml").write_text(yaml.safe_dump(model))
-    p = subprocess.run([sys.executable, "-m", "tierlab.cli", "ramp", str(tmp_path / "m.yaml"), "--loads", "1,3,5,7,8,9,9.5",
-                        "--workers", "1", "--out", str(tmp_path / "r")], capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "tierlab.cli", "ramp", str(tmp_path / "m.yaml"), "--loads", "1,3,5,7,8,9,9.5", "--workers", "1", "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 0, p.stderr
     assert "kneedle" in p.stdout
     result = json.loads((tmp_path / "r" / "result.json").read_text())
@@ -98,8 +101,9 @@ def test_retransmission_threshold_of_a_ramp():
 
     model = {
         "run": {"duration": 600, "warmup": 50},
-        "tiers": {"web": {"pools": {"threads": {"kind": "threads", "size": 2, "max_queue": 4, "retransmit": {"initial": 3.0}}},
-                          "stations": {"cpu": {"kind": "cpu"}}}},
+        "tiers": {
+            "web": {"pools": {"threads": {"kind": "threads", "size": 2, "max_queue": 4, "retransmit": {"initial": 3.0}}}, "stations": {"cpu": {"kind": "cpu"}}}
+        },
         "requests": {"A": {"web": [{"acquire": "threads"}, {"cpu": {"exponential": 0.05}}, {"release": "threads"}]}},
         "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
     }

@@ -7,6 +7,7 @@ import re
 import yaml
 
 import tierlab
+
 from conftest import ROOT
 
 BLOCKS = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(), re.S)]
@@ -27,8 +28,7 @@ def test_readme_cluster_fragment_runs():
         "run": {"duration": 60, "warmup": 5},
         "tiers": tiers,
         "requests": {"A": {"web": [{"call": "app"}], "app": [{"delay": 0.01}]}},
-        "workload": {"population": {"clients": 20}, "think": 0.1, "session_end": {"after_requests": 5},
-                     "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+        "workload": {"population": {"clients": 20}, "think": 0.1, "session_end": {"after_requests": 5}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
     }
     t = tierlab.simulate(model)
     assert t.summary["tiers"]["app"]["dispatch"]["sessions_created"] > 0

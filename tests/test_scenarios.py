@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 
 import tierlab
+
 from conftest import run, single_request_sessions
 
 
 def _transfer(link: dict, size: int = 146_000) -> dict:
-    return single_request_sessions(
-        20.0, {"web": {}}, {"web": [{"transfer": {"link": "client", "bytes": size}}]}, duration=5_000, records=True
-    ) | {"links": {"client": link}}
+    return single_request_sessions(20.0, {"web": {}}, {"web": [{"transfer": {"link": "client", "bytes": size}}]}, duration=5_000, records=True) | {
+        "links": {"client": link}
+    }
 
 
 def test_lost_segments_each_cost_one_timeout():
@@ -61,10 +62,12 @@ def test_memory_scenarios_set_the_disk_traffic(memory, hits):
 
 @pytest.mark.parametrize(
     "link, message",
-    [({"preset": "dial_up"}, "preset 'dial_up' does not exist; presets: well_connected, badly_connected"),
-     ({"bandwidth": 1e6, "loss": 1.0}, "links.client.loss"),
-     ({"bandwidth": 1e6, "loss": -0.1}, "links.client.loss"),
-     ({"bandwidth": 1e6, "initial_window": 0.5}, "links.client.initial_window")],
+    [
+        ({"preset": "dial_up"}, "preset 'dial_up' does not exist; presets: well_connected, badly_connected"),
+        ({"bandwidth": 1e6, "loss": 1.0}, "links.client.loss"),
+        ({"bandwidth": 1e6, "loss": -0.1}, "links.client.loss"),
+        ({"bandwidth": 1e6, "initial_window": 0.5}, "links.client.initial_window"),
+    ],
 )
 def test_bad_links_are_named(link, message):
     with pytest.raises(tierlab.ModelError, match=message.replace("(", r"\(")):
@@ -96,8 +99,7 @@ def test_db_socket_limit_pins_occupancy_at_its_maximum():
 
 
 def _gc_model(rate: float, per_request: float = 0.0) -> dict:
-    tiers = {"app": {"gc": {"heap": 100, "allocation": 500, "pause": 0.2, "per_request": per_request},
-                     "stations": {"cpu": {"kind": "cpu", "cores": 4}}}}
+    tiers = {"app": {"gc": {"heap": 100, "allocation": 500, "pause": 0.2, "per_request": per_request}, "stations": {"cpu": {"kind": "cpu", "cores": 4}}}}
     return single_request_sessions(rate, tiers, {"app": [{"cpu": 0.01}]}, duration=3_000, records=True)
 
 

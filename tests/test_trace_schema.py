@@ -75,15 +75,18 @@ def _broken(summary: dict, change) -> dict:
     return s
 
 
-@pytest.mark.parametrize("change, field", [
-    (lambda s: s["tiers"]["app"]["servers"][0]["pools"]["db"].pop("size"), "tiers.app.servers[0].pools.db.size"),
-    (lambda s: s["tiers"]["app"]["servers"][0]["pools"]["db"].update(waited="many"), "tiers.app.servers[0].pools.db.waited"),
-    (lambda s: s["tiers"]["app"]["servers"][0]["stations"]["cpu"].update(utilisation=0.5), "tiers.app.servers[0].stations.cpu.utilisation"),
-    (lambda s: s.pop("tiers"), "tiers"),
-    (lambda s: s.update(source="guess"), "source"),
-    (lambda s: s.update(throughput=float("nan")), "throughput"),
-    (lambda s: s["response_time"].update(p99=float("inf")), "response_time.p99"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        (lambda s: s["tiers"]["app"]["servers"][0]["pools"]["db"].pop("size"), "tiers.app.servers[0].pools.db.size"),
+        (lambda s: s["tiers"]["app"]["servers"][0]["pools"]["db"].update(waited="many"), "tiers.app.servers[0].pools.db.waited"),
+        (lambda s: s["tiers"]["app"]["servers"][0]["stations"]["cpu"].update(utilisation=0.5), "tiers.app.servers[0].stations.cpu.utilisation"),
+        (lambda s: s.pop("tiers"), "tiers"),
+        (lambda s: s.update(source="guess"), "source"),
+        (lambda s: s.update(throughput=float("nan")), "throughput"),
+        (lambda s: s["response_time"].update(p99=float("inf")), "response_time.p99"),
+    ],
+)
 def test_a_wrong_summary_names_its_first_wrong_field(written, change, field):
     good = json.loads((written / "summary.json").read_text())
     with pytest.raises(TraceError, match=re.escape(f"summary.json: {field}:")):

@@ -71,20 +71,26 @@ def cpu(who: int) -> float:
 
 def run_wrk(port: int, connections: int, threads: int, duration: float) -> dict:
     before = cpu(resource.RUSAGE_CHILDREN)
-    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", f"http://127.0.0.1:{port}/"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
+    ).stdout
     used = cpu(resource.RUSAGE_CHILDREN) - before
     total = int(re.search(r"(\d+) requests in", out).group(1))
     errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)), "requests": total,
-            "errors": errors + (int(non2xx.group(1)) if non2xx else 0), "cpu_per_1000": 1000 * used / total}
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "requests": total,
+        "errors": errors + (int(non2xx.group(1)) if non2xx else 0),
+        "cpu_per_1000": 1000 * used / total,
+    }
 
 
 def run_ours(port: int, connections: int, threads: int, duration: float) -> dict:
     before = cpu(resource.RUSAGE_SELF)
-    trace = tierlab.live.generate_load(HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}",
-                              clients=connections, duration=duration, workers=threads)
+    trace = tierlab.live.generate_load(
+        HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}", clients=connections, duration=duration, workers=threads
+    )
     used = cpu(resource.RUSAGE_SELF) - before
     s = trace.summary
     total = sum(s["requests"].values())
@@ -122,11 +128,17 @@ def main() -> None:
         print(f"{tool:8} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_per_1000']:>10.4f}")
     med = lambda tool, k: statistics.median(m[k] for t, _, m in rows if t == tool)  # noqa: E731
     result = {
-        "connections": a.connections, "threads": a.threads, "duration": a.duration, "rounds": a.rounds,
-        "tierlab_rps": round(med("tierlab", "rps"), 1), "wrk_rps": round(med("wrk", "rps"), 1),
+        "connections": a.connections,
+        "threads": a.threads,
+        "duration": a.duration,
+        "rounds": a.rounds,
+        "tierlab_rps": round(med("tierlab", "rps"), 1),
+        "wrk_rps": round(med("wrk", "rps"), 1),
         "ratio_vs_wrk": round(med("tierlab", "rps") / med("wrk", "rps"), 3),
-        "tierlab_cpu_s_per_1000": round(med("tierlab", "cpu_per_1000"), 5), "wrk_cpu_s_per_1000": round(med("wrk", "cpu_per_1000"), 5),
-        "tierlab_errors": sum(m["errors"] for t, _, m in rows if t == "tierlab"), "wrk_errors": sum(m["errors"] for t, _, m in rows if t == "wrk"),
+        "tierlab_cpu_s_per_1000": round(med("tierlab", "cpu_per_1000"), 5),
+        "wrk_cpu_s_per_1000": round(med("wrk", "cpu_per_1000"), 5),
+        "tierlab_errors": sum(m["errors"] for t, _, m in rows if t == "tierlab"),
+        "wrk_errors": sum(m["errors"] for t, _, m in rows if t == "wrk"),
     }
     a.out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result))

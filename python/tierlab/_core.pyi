@@ -3,7 +3,8 @@ a thin API. Each run returns the same dict: the typed summary as JSON text
 (`crates/trace`), the series, the records, the names that decode them, and the
 exception that stopped the run early (None if it ran to the end)."""
 
-from typing import Any, Callable, TypedDict
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 import numpy as np
 import numpy.typing as npt

@@ -52,11 +52,33 @@ def resources(trace: Trace) -> pd.DataFrame:
             here = ts[(ts.tier == tier) & (ts.server == i)]
             for name, st in sv["stations"].items():
                 u = here[(here.resource == name) & (here.metric == "utilization")]["value"]
-                rows.append({"tier": tier, "depth": depth, "server": i, "resource": name, "kind": st["kind"], "family": GRACEFUL,
-                             "level": st["utilization"], "pinned": float((u >= 0.99).mean()) if len(u) else 0.0, "refused": 0})
+                rows.append(
+                    {
+                        "tier": tier,
+                        "depth": depth,
+                        "server": i,
+                        "resource": name,
+                        "kind": st["kind"],
+                        "family": GRACEFUL,
+                        "level": st["utilization"],
+                        "pinned": float((u >= 0.99).mean()) if len(u) else 0.0,
+                        "refused": 0,
+                    }
+                )
             for name, p in sv["pools"].items():
-                rows.append({"tier": tier, "depth": depth, "server": i, "resource": name, "kind": p["kind"], "family": TOKEN,
-                             "level": p["mean_busy"] / p["size"], "pinned": p["pinned"], "refused": p["rejected"] + p["dropped"]})
+                rows.append(
+                    {
+                        "tier": tier,
+                        "depth": depth,
+                        "server": i,
+                        "resource": name,
+                        "kind": p["kind"],
+                        "family": TOKEN,
+                        "level": p["mean_busy"] / p["size"],
+                        "pinned": p["pinned"],
+                        "refused": p["rejected"] + p["dropped"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 

@@ -43,7 +43,12 @@ class CostModel:
 
     def to_dict(self) -> dict:
         return {
-            "a": self.a, "b": self.b, "c": self.c, "stderr": self.stderr, "r2": self.r2, "n": self.n,
+            "a": self.a,
+            "b": self.b,
+            "c": self.c,
+            "stderr": self.stderr,
+            "r2": self.r2,
+            "n": self.n,
             "optimal_threads": {str(int(x)): self.optimal_threads(x) for x in sorted(self.data["clients"].unique())},
         }
 

@@ -3,8 +3,6 @@ response time, peak server utilization, load imbalance over time, session migrat
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import InputError
 from ..trace import Trace, window_of
 

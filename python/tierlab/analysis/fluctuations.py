@@ -19,7 +19,6 @@ from ..errors import InputError
 from ..trace import Trace, window_of
 from ..trace.schema import figures
 
-
 DIP_TABLE_LIMIT = 72_000
 """The largest sample diptest's p-value tables cover."""
 
@@ -83,10 +82,17 @@ def tiers(trace: Trace, fine: float = 0.1, coarse: float = 10.0) -> pd.DataFrame
     """Per tier, in model order: mean request rate, its coefficient of variation at the
     fine and the coarse window, and the CoV of the per-window mean residence time."""
     rows = []
-    for name, t in sorted(trace.summary["tiers"].items(), key=lambda kv: kv[1]["position"]):
+    for name, _ in sorted(trace.summary["tiers"].items(), key=lambda kv: kv[1]["position"]):
         rt = residence(trace, name, fine)
-        rows.append({"tier": name, "rate": rate(trace, name, coarse).mean(), f"rate_cov_{fine:g}s": cov(rate(trace, name, fine)),
-                     f"rate_cov_{coarse:g}s": cov(rate(trace, name, coarse)), "response_time_cov": cov(rt)})
+        rows.append(
+            {
+                "tier": name,
+                "rate": rate(trace, name, coarse).mean(),
+                f"rate_cov_{fine:g}s": cov(rate(trace, name, fine)),
+                f"rate_cov_{coarse:g}s": cov(rate(trace, name, coarse)),
+                "response_time_cov": cov(rt),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -54,8 +54,12 @@ def analyze_bottleneck(trace_dir, json_out) -> None:
         state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
         out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
     if json_out:
-        Path(json_out).write_text(json.dumps({"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"),
-                                              "breakdown": times.to_dict(orient="records")}, indent=2) + "\n")
+        Path(json_out).write_text(
+            json.dumps(
+                {"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"), "breakdown": times.to_dict(orient="records")}, indent=2
+            )
+            + "\n"
+        )
 
 
 @analyze.command("fluctuations")
@@ -79,8 +83,11 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
         b = f["bimodality"]
         modes = ", ".join(f"{m:.4f} s" for m in b["modes"]) or "-"
         out.print(f"bimodal: {b['bimodal']} (dip {b['dip']:.4f}, p = {b['p_value']:.3g}); modes: {modes}", markup=False)
-        out.print(f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
-                  f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}", markup=False)
+        out.print(
+            f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
+            f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",
+            markup=False,
+        )
     if json_out:
         Path(json_out).write_text(json.dumps(f, indent=2) + "\n")
     if plot:

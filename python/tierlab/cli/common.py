@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.console import Console
@@ -38,17 +39,21 @@ def run_progress(label: str, quiet: bool = False, counts: bool = True) -> Progre
 
 def live_tick(bar: Progress, task: Any) -> Callable[..., None]:
     """The load generator's progress callback for `bar`."""
+
     def tick(fraction: float, finished: float = 0, failed: float = 0) -> None:
         bar.update(task, completed=fraction, counts=f"{finished:,.0f} done, {failed:,.0f} failed")
+
     return tick
 
 
 def options(*decorators: Callable) -> Callable:
     """Apply click options in the order listed (one list shared by several commands)."""
+
     def apply(f: Callable) -> Callable:
         for o in reversed(decorators):
             f = o(f)
         return f
+
     return apply
 
 

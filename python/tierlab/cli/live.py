@@ -35,8 +35,19 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
     with run_progress("loading", quiet) as bar:
         task = bar.add_task(target or "", total=1.0, counts="")
         try:
-            trace = generate_load(model, mapping, target=target, duration=duration, warmup=warmup, seed=seed, clients=clients,
-                         session_rate=session_rate, records=records, workers=workers, progress=live_tick(bar, task))
+            trace = generate_load(
+                model,
+                mapping,
+                target=target,
+                duration=duration,
+                warmup=warmup,
+                seed=seed,
+                clients=clients,
+                session_rate=session_rate,
+                records=records,
+                workers=workers,
+                progress=live_tick(bar, task),
+            )
             stopped = False
         except RunInterrupted as e:
             trace, stopped = e.result, True
@@ -49,10 +60,10 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
     err.print(f"trace written to [bold]{folder}[/]")
 
 
-HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None,
-                    help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
-WORKDIR = click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False),
-                       help="The testbed's state, database file and logs.")
+HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
+WORKDIR = click.option(
+    "--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False), help="The testbed's state, database file and logs."
+)
 
 
 @click.group("live")
@@ -62,8 +73,13 @@ def live() -> None:
 
 @live.command("up")
 @WORKDIR
-@click.option("--db", type=click.Choice(["sqlite", "postgres"]), default="sqlite", show_default=True,
-              help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).")
+@click.option(
+    "--db",
+    type=click.Choice(["sqlite", "postgres"]),
+    default="sqlite",
+    show_default=True,
+    help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).",
+)
 @click.option("--port", type=int, default=8080, show_default=True)
 @click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
 @click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
@@ -75,8 +91,18 @@ def live_up(workdir, db, port, admin_port, threads, connections, caching, num_it
     """Start the database and the bookstore in the background."""
     from ..live import testbed
 
-    state = testbed.up(workdir, db=db, port=port, admin_port=admin_port, threads=threads, connections=connections,
-                       caching=caching, num_items=num_items, num_ebs=num_ebs, log=err.print)
+    state = testbed.up(
+        workdir,
+        db=db,
+        port=port,
+        admin_port=admin_port,
+        threads=threads,
+        connections=connections,
+        caching=caching,
+        num_items=num_items,
+        num_ebs=num_ebs,
+        log=err.print,
+    )
     err.print(f"bookstore up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 
 
@@ -112,8 +138,7 @@ def live_config(workdir, threads, connections, caching, timeout) -> None:
     """Set the running bookstore's pools by hand (`live run MODEL` sets them from the model)."""
     from ..live import testbed
 
-    pools: dict[str, dict] = {"threads": {"size": threads, "timeout": timeout},
-                              "connections": {"size": connections, "timeout": timeout, "caching": caching}}
+    pools: dict[str, dict] = {"threads": {"size": threads, "timeout": timeout}, "connections": {"size": connections, "timeout": timeout, "caching": caching}}
     settings = {p: {k: v for k, v in kv.items() if v is not None} for p, kv in pools.items()}
     click.echo(json.dumps(testbed.Testbed(workdir).admin.configure({p: kv for p, kv in settings.items() if kv}), indent=2))
 
@@ -140,8 +165,17 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
     bed = testbed.Testbed(workdir)
     with run_progress("measuring", quiet) as bar:
         task = bar.add_task(bed.state.target, total=1.0, counts="")
-        trace = bed.run(model, _mapping(model, mapping), tier, duration=duration, warmup=warmup, seed=seed, clients=clients,
-                        session_rate=session_rate, progress=live_tick(bar, task))
+        trace = bed.run(
+            model,
+            _mapping(model, mapping),
+            tier,
+            duration=duration,
+            warmup=warmup,
+            seed=seed,
+            clients=clients,
+            session_rate=session_rate,
+            progress=live_tick(bar, task),
+        )
     folder = trace.write(out_dir)
     if not quiet:
         print_summary(trace, out)
@@ -171,8 +205,7 @@ def _mapping(model: str, mapping: str | None) -> str:
 
 @live.command("profile")
 @PROFILE_OPTIONS
-@options(*LIVE_RUNS, click.option("--bound", type=float, required=True,
-                                   help="Sessions/s no (M, N) serves; the pilot runs offer twice this."))
+@options(*LIVE_RUNS, click.option("--bound", type=float, required=True, help="Sessions/s no (M, N) serves; the pilot runs offer twice this."))
 def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, duration, warmup, bound) -> None:
     """Profiling tests on the running bookstore: its pools resized through the admin
     endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""

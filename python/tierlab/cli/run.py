@@ -53,8 +53,11 @@ def schema_cmd() -> None:
 
 @click.command("ramp")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--loads", help="Clients (closed) or sessions/s (open) per step, comma-separated. "
-              "Default: 20 steps up to the first doubling from --start at which the p90 has grown tenfold.")
+@click.option(
+    "--loads",
+    help="Clients (closed) or sessions/s (open) per step, comma-separated. "
+    "Default: 20 steps up to the first doubling from --start at which the p90 has grown tenfold.",
+)
 @click.option("--start", type=float, default=1.0, show_default=True, help="The first load when --loads is not given.")
 @click.option("--seeds", default="1", show_default=True, help="Seeds per step (averaged).")
 @click.option("--workers", type=int, help="Local worker processes (default: one per core).")
@@ -69,8 +72,10 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir) -> None:
     table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start)
     out.print(table.to_string(index=False), markup=False, soft_wrap=True)
     if knee.load is None:
-        out.print("no knee: the p90 curve does not turn from flat to steep over these loads; "
-                  "extend them (or leave --loads out to search for the range)", style="yellow")
+        out.print(
+            "no knee: the p90 curve does not turn from flat to steep over these loads; extend them (or leave --loads out to search for the range)",
+            style="yellow",
+        )
     else:
         out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
     threshold = retransmission_threshold(table)
@@ -80,5 +85,7 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir) -> None:
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)
         table.to_csv(folder / "ramp.csv", index=False)
-        (folder / "result.json").write_text(json.dumps({"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}, indent=2) + "\n")
+        (folder / "result.json").write_text(
+            json.dumps({"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}, indent=2) + "\n"
+        )
         ramp_plot(table, knee.load, folder / "ramp.png")

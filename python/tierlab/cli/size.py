@@ -86,7 +86,9 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
     by_n = rates.by_N()
     out.print(frame_table("λ(N): best M per N (sessions/s)", by_n))
     result = {"optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
-    out.print(f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s (mix distance {rates.distance:.3f})")
+    out.print(
+        f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s (mix distance {rates.distance:.3f})"
+    )
     if rate is not None:
         result["servers"] = {"rate": rate, "servers": rates.servers_for(rate)}
         out.print(f"{rate:g} sessions/s need [bold]{rates.servers_for(rate)}[/] servers")
@@ -139,8 +141,7 @@ def cost_fit(table, plot, json_out) -> None:
     m = fit(read_table(table))
     d = m.to_dict()
     out.print(
-        f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; "
-        f"R² = {m.r2:.4f} over {m.n} points"
+        f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; R² = {m.r2:.4f} over {m.n} points"
     )
     t = Table(title="optimal threads y* = √(b·x/c)", title_justify="left")
     t.add_column("clients x", justify="right")

@@ -19,7 +19,9 @@ def _mean_response_time(trace) -> float:
     return rt["mean"]
 
 
-def simulate_table(model, clients, threads, *, pool: str | None = None, seed: int = 1, workers: int | None = None, scheduler: str | None = None, progress: bool = True) -> pd.DataFrame:
+def simulate_table(
+    model, clients, threads, *, pool: str | None = None, seed: int = 1, workers: int | None = None, scheduler: str | None = None, progress: bool = True
+) -> pd.DataFrame:
     """The measurement table from simulations of a closed model: mean response time for
     every (clients, threads). `pool` ("tier.pool") names the thread pool when the model
     has several."""

@@ -4,7 +4,6 @@ percentile of the response time at each step, and take the knee of that curve
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
@@ -30,10 +29,16 @@ def _point(trace: Trace) -> dict:
     rt = figures(s["response_time"])
     b = bottleneck(trace)
     r = trace.requests
-    return {"throughput": s["throughput"], "p90": rt.get("p90"), "mean": rt.get("mean"),
-            "ok": s["requests"]["ok"], "rejected": s["requests"]["rejected"],
-            "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
-            "bottleneck": f"{b.tier}.{b.resource}" if b else None, "saturated": bool(b and b.saturated)}
+    return {
+        "throughput": s["throughput"],
+        "p90": rt.get("p90"),
+        "mean": rt.get("mean"),
+        "ok": s["requests"]["ok"],
+        "rejected": s["requests"]["rejected"],
+        "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
+        "bottleneck": f"{b.tier}.{b.resource}" if b else None,
+        "saturated": bool(b and b.saturated),
+    }
 
 
 def _runs(model: LoadedModel, loads, seeds) -> tuple[list[tuple], list[Run]]:
@@ -61,12 +66,15 @@ def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 
         if k > 0 and (p90 >= blowup * first or throughput < 1.25 * last):
             return load
         last = throughput
-    raise InputError(f"between load {start:g} and {load:g} the p90 response time never grew {blowup:g}× and the "
-                     f"throughput kept growing: no knee in reach; give the loads to ramp explicitly")
+    raise InputError(
+        f"between load {start:g} and {load:g} the p90 response time never grew {blowup:g}× and the "
+        f"throughput kept growing: no knee in reach; give the loads to ramp explicitly"
+    )
 
 
-def ramp(model, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp",
-         start: float = 1.0, points: int = 20) -> tuple[pd.DataFrame, Knee]:
+def ramp(
+    model, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp", start: float = 1.0, points: int = 20
+) -> tuple[pd.DataFrame, Knee]:
     """Run the model at every load (and seed) in parallel; the per-load means and the
     knee of the p90 curve. Without loads: `points` evenly spaced steps up to the
     load `bracket` finds from `start`."""

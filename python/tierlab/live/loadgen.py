@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .. import _core
 from ..errors import InputError
@@ -19,8 +19,8 @@ from .mapping import Mapping, compile_requests, load_mapping
 
 
 def generate_load(
-    model: "str | Path | dict | LoadedModel",
-    mapping: "str | Path | dict | Mapping",
+    model: str | Path | dict | LoadedModel,
+    mapping: str | Path | dict | Mapping,
     *,
     target: str | None = None,
     duration: float | None = None,

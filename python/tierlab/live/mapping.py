@@ -96,7 +96,7 @@ class Mapping(_Strict):
         return out
 
 
-def load_mapping(source: "str | Path | dict") -> Mapping:
+def load_mapping(source: str | Path | dict) -> Mapping:
     where = str(source) if isinstance(source, (str, Path)) else None
     data = source
     if isinstance(source, (str, Path)):
@@ -108,7 +108,9 @@ def load_mapping(source: "str | Path | dict") -> Mapping:
         m = Mapping.model_validate(data)
     except ValidationError as e:
         raise ModelError([(".".join(map(str, err["loc"])), err["msg"]) for err in e.errors()], where) from None
-    unknown = [(field, f"{{{h}}} names no value; define it under `values` (defined: {', '.join(m.values) or 'none'})") for field, h in m.holes() if h not in m.values]
+    unknown = [
+        (field, f"{{{h}}} names no value; define it under `values` (defined: {', '.join(m.values) or 'none'})") for field, h in m.holes() if h not in m.values
+    ]
     if unknown:
         raise ModelError(unknown, where)
     return m
@@ -120,7 +122,7 @@ def _template(text: str, names: list[str]) -> list:
     at = 0
     for hole in _HOLE.finditer(text):
         if hole.start() > at:
-            pieces.append(text[at:hole.start()])
+            pieces.append(text[at : hole.start()])
         pieces.append(names.index(hole.group(1)))
         at = hole.end()
     if at < len(text):

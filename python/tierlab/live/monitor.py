@@ -28,7 +28,7 @@ class Monitor:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tierlab-monitor", daemon=True)
 
-    def __enter__(self) -> "Monitor":
+    def __enter__(self) -> Monitor:
         self.t0 = time.monotonic() if self.origin is None else self.origin
         self._thread.start()
         return self

@@ -60,9 +60,19 @@ def _free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def up(workdir: str | Path = ".tierlab/live", *, db: str = "sqlite", port: int = 8080, admin_port: int = 8081,
-       threads: int = 20, connections: int = 10, caching: str = "transaction", num_items: int = 1000,
-       num_ebs: int = 1, log=print) -> State:
+def up(
+    workdir: str | Path = ".tierlab/live",
+    *,
+    db: str = "sqlite",
+    port: int = 8080,
+    admin_port: int = 8081,
+    threads: int = 20,
+    connections: int = 10,
+    caching: str = "transaction",
+    num_items: int = 1000,
+    num_ebs: int = 1,
+    log=print,
+) -> State:
     """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
     bookstore; populate the data if this scale has not been loaded yet."""
     workdir = Path(workdir).resolve()
@@ -95,8 +105,25 @@ def up(workdir: str | Path = ".tierlab/live", *, db: str = "sqlite", port: int =
         token_file.write_text(secrets.token_hex(16))
         token_file.chmod(0o600)
     logfile = workdir / "server.log"
-    cmd = [sys.executable, "-m", "tierlab.live.server.serve", "--db", url, "--port", str(port), "--admin-port", str(admin_port),
-           "--token-file", str(token_file), "--threads", str(threads), "--connections", str(connections), "--caching", caching]
+    cmd = [
+        sys.executable,
+        "-m",
+        "tierlab.live.server.serve",
+        "--db",
+        url,
+        "--port",
+        str(port),
+        "--admin-port",
+        str(admin_port),
+        "--token-file",
+        str(token_file),
+        "--threads",
+        str(threads),
+        "--connections",
+        str(connections),
+        "--caching",
+        caching,
+    ]
     with open(logfile, "ab") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
     state = State(proc.pid, port, admin_port, url, db, str(workdir), str(logfile))
@@ -157,8 +184,12 @@ class Admin:
         self.token = (Path(state.workdir) / "token").read_text().strip()
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        req = urllib.request.Request(self.base + path, method=method, data=None if body is None else json.dumps(body).encode(),
-                                     headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 return json.loads(r.read())
@@ -208,7 +239,7 @@ class Testbed:
                 return m
             time.sleep(0.1)
 
-    def apply(self, model: "str | Path | dict | LoadedModel", tier: str | None = None) -> PoolSetting:
+    def apply(self, model: str | Path | dict | LoadedModel, tier: str | None = None) -> PoolSetting:
         """Set the server's pools from the model's tier that has one threads and one
         connections pool (or `tier`): sizes, wait timeouts (none in the model: a day),
         queue bounds, caching, and for `queue: priority` pools the request types'
@@ -221,14 +252,17 @@ class Testbed:
 
         def pool(name: str) -> dict:
             p = spec[name]
-            return {"size": p.size, "timeout": p.timeout if p.timeout is not None else 24 * 3600.0,
-                    "max_queue": p.max_queue, "priorities": ranks if p.queue == "priority" else {}}
+            return {
+                "size": p.size,
+                "timeout": p.timeout if p.timeout is not None else 24 * 3600.0,
+                "max_queue": p.max_queue,
+                "priorities": ranks if p.queue == "priority" else {},
+            }
 
-        self.admin.configure({"threads": pool(setting.threads),
-                              "connections": pool(setting.connections) | {"caching": spec[setting.connections].caching}})
+        self.admin.configure({"threads": pool(setting.threads), "connections": pool(setting.connections) | {"caching": spec[setting.connections].caching}})
         return setting
 
-    def run(self, model: "str | Path | dict | LoadedModel", mapping, tier: str | None = None, **load_args) -> Trace:
+    def run(self, model: str | Path | dict | LoadedModel, mapping, tier: str | None = None, **load_args) -> Trace:
         """Execute the model on the testbed: its pools set on the server (`apply`), then
         one load (`generate_load`'s arguments) with the server observed and the
         resource monitor on. Returns the trace in the simulator's schema."""
@@ -254,8 +288,7 @@ class Testbed:
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
         sizes = {p: v["size"] for p, v in self.admin.metrics()["pools"].items()}
-        trace.timeseries = pd.concat([trace.timeseries, server_series(app, windows, pool_names, period), monitored],
-                                     ignore_index=True)
+        trace.timeseries = pd.concat([trace.timeseries, server_series(app, windows, pool_names, period), monitored], ignore_index=True)
         for c in ("tier", "resource", "metric"):
             trace.timeseries[c] = trace.timeseries[c].astype("category")
         tiers: dict[str, TierSummary] = {}

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -44,7 +45,7 @@ class LoadedModel:
             raise ModelError(c.problems, self.source)
         return c
 
-    def with_changes(self, changes: Mapping[str, Any]) -> "LoadedModel":
+    def with_changes(self, changes: Mapping[str, Any]) -> LoadedModel:
         """A copy with values replaced at dotted paths of the model file, e.g.
         ``{"tiers.app.pools.db.size": 8, "workload.population.session_rate": 2.5}`` —
         how sweeps vary a model. A path must name a field the model has."""
@@ -68,7 +69,7 @@ class LoadedModel:
             raise _model_error(e, self.source) from None
         return LoadedModel(spec, self.base_dir, self.source)
 
-    def with_run(self, **changes: Any) -> "LoadedModel":
+    def with_run(self, **changes: Any) -> LoadedModel:
         """A copy with run settings (seed, duration, …) replaced; None values are ignored."""
         return self.with_changes({f"run.{k}": v for k, v in changes.items() if v is not None})
 
@@ -83,7 +84,7 @@ def _model_error(e: ValidationError, source: str | None, prefix: str = "") -> Mo
     return ModelError(problems, source)
 
 
-def load_model(source: "str | Path | dict | Model | LoadedModel", base_dir: Path | None = None) -> LoadedModel:
+def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path | None = None) -> LoadedModel:
     """Load a model from a YAML file path, a YAML/JSON mapping, or a pydantic Model.
 
     Relative paths inside the model (chain CSVs) resolve against the file's folder, or

@@ -10,7 +10,25 @@ from pathlib import Path
 from . import dist
 from .burst import fit_mmpp
 from .chain import ChainData, read_chain, visit_mix
-from .spec import Acquire, AfterRequests, AfterTime, Call, Closed, Cpu, CpuStep, Disk, Delay, DiskStep, Loop, Model, Release, Transaction, Transfer, Use, WaitQueue
+from .spec import (
+    Acquire,
+    AfterRequests,
+    AfterTime,
+    Call,
+    Closed,
+    Cpu,
+    CpuStep,
+    Delay,
+    Disk,
+    DiskStep,
+    Loop,
+    Model,
+    Release,
+    Transaction,
+    Transfer,
+    Use,
+    WaitQueue,
+)
 
 
 class _Problems(list):
@@ -36,7 +54,6 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     bad = _Problems()
     tiers = list(m.tiers)
     tier_ix = {t: i for i, t in enumerate(tiers)}
-    links = list(m.links)
 
     engine_tiers = []
     for tname, t in m.tiers.items():
@@ -45,24 +62,33 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                 bad.add(f"tiers.{tname}.pools.{p}.retransmit", "a pool that lets everyone wait never drops an attempt; set max_queue (the accept backlog)")
         if len(t.pools) > 64:
             bad.add(f"tiers.{tname}.pools", "at most 64 pools per tier")
-        engine_tiers.append({
-            "name": tname,
-            "servers": t.servers,
-            "dispatch": _dispatch(tname, t, bad),
-            "stateful": t.session_state is not None,
-            "gc": t.gc.model_dump() if t.gc else None,
-            "pools": [
-                {"name": p, "kind": s.kind, "size": s.size, "timeout": s.timeout, "max_queue": s.max_queue, "discipline": s.queue,
-                 "retransmit": s.retransmit.model_dump() if s.retransmit else None}
-                for p, s in t.pools.items()
-            ],
-            "stations": [
-                {"kind": "cpu", "name": n, "cores": s.cores, "overhead": s.coefficients()}
-                if s.kind == "cpu"
-                else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hits(), "channels": s.channels, "constant_service": s.service == "constant"}
-                for n, s in t.stations.items()
-            ],
-        })
+        engine_tiers.append(
+            {
+                "name": tname,
+                "servers": t.servers,
+                "dispatch": _dispatch(tname, t, bad),
+                "stateful": t.session_state is not None,
+                "gc": t.gc.model_dump() if t.gc else None,
+                "pools": [
+                    {
+                        "name": p,
+                        "kind": s.kind,
+                        "size": s.size,
+                        "timeout": s.timeout,
+                        "max_queue": s.max_queue,
+                        "discipline": s.queue,
+                        "retransmit": s.retransmit.model_dump() if s.retransmit else None,
+                    }
+                    for p, s in t.pools.items()
+                ],
+                "stations": [
+                    {"kind": "cpu", "name": n, "cores": s.cores, "overhead": s.coefficients()}
+                    if s.kind == "cpu"
+                    else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hits(), "channels": s.channels, "constant_service": s.service == "constant"}
+                    for n, s in t.stations.items()
+                ],
+            }
+        )
 
     engine_types = []
     for tyname, ty in m.requests.items():
@@ -75,7 +101,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                 continue
             ctx = _Program(m, tyname, tname, {b.pool for b in _blocks(steps)}, set(), set(), bad)
             slots[tier_ix[tname]] = _with_session_fetch(m, tyname, tname, _steps(ctx, steps, path), bad)
-        for tname, steps in programs.items():
+        for tname in programs:
             _check_calls(m, tyname, tname, programs, [tname], f"requests.{tyname}.{tname}", bad)
         engine_types.append({"name": tyname, "priority": ty.priority, "programs": slots})
 
@@ -107,20 +133,37 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                 at_ix = chain.index(at)
         end = {"kind": "after_time", "duration": dist.engine(w.session_end.after_time.duration), "at_state": at_ix}
 
-    population = {"kind": "closed", "clients": w.population.clients} if isinstance(w.population, Closed) else {"kind": "open", "session_rate": w.population.session_rate}
+    population = (
+        {"kind": "closed", "clients": w.population.clients} if isinstance(w.population, Closed) else {"kind": "open", "session_rate": w.population.session_rate}
+    )
     r = m.run
     if r.warmup >= r.duration:
         bad.add("run.warmup", f"warm-up ({r.warmup} s) must be shorter than the duration ({r.duration} s)")
     engine = {
         "tiers": engine_tiers,
         "links": [
-            {"name": n, "bandwidth": l.bandwidth / 8, "delay": dist.engine(l.delay), "shared": l.shared, "loss": l.loss, "mss": l.mss, "rto": l.rto,
-             "initial_window": l.initial_window}
+            {
+                "name": n,
+                "bandwidth": l.bandwidth / 8,
+                "delay": dist.engine(l.delay),
+                "shared": l.shared,
+                "loss": l.loss,
+                "mss": l.mss,
+                "rto": l.rto,
+                "initial_window": l.initial_window,
+            }
             for n, l in m.links.items()
         ],
         "types": engine_types,
-        "workload": {"entry_tier": tier_ix[entry], "population": population, "chain": engine_chain, "think": dist.engine(w.think), "weight": dist.engine(w.session_weight), "end": end,
-                     "burst": _burst(w, bad)},
+        "workload": {
+            "entry_tier": tier_ix[entry],
+            "population": population,
+            "chain": engine_chain,
+            "think": dist.engine(w.think),
+            "weight": dist.engine(w.session_weight),
+            "end": end,
+            "burst": _burst(w, bad),
+        },
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None
@@ -160,8 +203,13 @@ def _dispatch(tname: str, t, bad: _Problems) -> dict:
         bad.add(f"{path}.dispatchers", f"{d.dispatchers} dispatchers cannot each own a block of {t.servers} servers; use topology: shared or fewer dispatchers")
     queue = getattr(d, "queue", None) or WaitQueue()
     return {
-        "policy": policy, "dispatchers": d.dispatchers, "hierarchical": d.topology == "hierarchical",
-        "sync_interval": d.sync.interval, "sync_delay": d.sync.delay, "queue": queue.size, "queue_timeout": queue.timeout,
+        "policy": policy,
+        "dispatchers": d.dispatchers,
+        "hierarchical": d.topology == "hierarchical",
+        "sync_interval": d.sync.interval,
+        "sync_delay": d.sync.delay,
+        "queue": queue.size,
+        "queue_timeout": queue.timeout,
     }
 
 
@@ -244,7 +292,15 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
             candidates = [n for n, st in tier.stations.items() if st.kind == kind]
             name = s.on or (candidates[0] if len(candidates) == 1 else None)
             if name is None or name not in candidates:
-                why = f"{s.on!r} is not a {kind} station of tier {tname!r}" if s.on else (f"tier {tname!r} has no {kind} station; add one under tiers.{tname}.stations" if not candidates else f"tier {tname!r} has several {kind} stations; say which with `on:`")
+                why = (
+                    f"{s.on!r} is not a {kind} station of tier {tname!r}"
+                    if s.on
+                    else (
+                        f"tier {tname!r} has no {kind} station; add one under tiers.{tname}.stations"
+                        if not candidates
+                        else f"tier {tname!r} has several {kind} stations; say which with `on:`"
+                    )
+                )
                 bad.add(p, why + f" ({kind} stations: {_names(candidates)})")
                 continue
             ix = list(tier.stations).index(name)
@@ -277,7 +333,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
     return out
 
 
-def _block(c: _Program, s: "Use | Transaction", p: str) -> list[dict]:
+def _block(c: _Program, s: Use | Transaction, p: str) -> list[dict]:
     """A `use` or `transaction` block as engine steps. `get` takes the visit's cached
     token or a new one, `close` marks it idle, `drop` gives an idle one back: the pool's
     caching mode decides where the drops go."""

@@ -1,19 +1,19 @@
 """Distributions, written the short way in YAML:
 
-    0.05                                  constant
-    {constant: 0.05}
-    {exponential: 7}                      mean 7
-    {exponential: {mean: 7, max: 70}}     capped at 70 (TPC-W think times)
-    {uniform: [1, 3]}
-    {normal: {mean: 0.2, sd: 0.01}}       truncated at 0
-    {lognormal: {mean: 2, sd: 1.5}}       mean and sd of the variable itself
-    {empirical: [1, 2, 2, 5]}             equally likely values
-    {empirical: {values: [1, 5], weights: [3, 1]}}
+0.05                                  constant
+{constant: 0.05}
+{exponential: 7}                      mean 7
+{exponential: {mean: 7, max: 70}}     capped at 70 (TPC-W think times)
+{uniform: [1, 3]}
+{normal: {mean: 0.2, sd: 0.01}}       truncated at 0
+{lognormal: {mean: 2, sd: 1.5}}       mean and sd of the variable itself
+{empirical: [1, 2, 2, 5]}             equally likely values
+{empirical: {values: [1, 5], weights: [3, 1]}}
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -167,15 +167,13 @@ def _kind(v: Any) -> str | None:
 
 
 Dist = Annotated[
-    Union[
-        Annotated[NonNeg, Tag("number")],
-        Annotated[Constant, Tag("constant")],
-        Annotated[Exponential, Tag("exponential")],
-        Annotated[Uniform, Tag("uniform")],
-        Annotated[Normal, Tag("normal")],
-        Annotated[Lognormal, Tag("lognormal")],
-        Annotated[Empirical, Tag("empirical")],
-    ],
+    Annotated[NonNeg, Tag("number")]
+    | Annotated[Constant, Tag("constant")]
+    | Annotated[Exponential, Tag("exponential")]
+    | Annotated[Uniform, Tag("uniform")]
+    | Annotated[Normal, Tag("normal")]
+    | Annotated[Lognormal, Tag("lognormal")]
+    | Annotated[Empirical, Tag("empirical")],
     Discriminator(
         _kind,
         custom_error_type="distribution",
@@ -184,7 +182,7 @@ Dist = Annotated[
 ]
 
 
-def as_model(d: "float | _Dist") -> _Dist:
+def as_model(d: float | _Dist) -> _Dist:
     return Constant(constant=float(d)) if isinstance(d, (int, float)) else d
 
 

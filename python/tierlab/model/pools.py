@@ -25,7 +25,7 @@ class PoolSetting:
         return {f"{pools}.{self.threads}.size": M, f"{pools}.{self.connections}.size": N}
 
     @classmethod
-    def find(cls, model: "LoadedModel", tier: str | None = None) -> "PoolSetting":
+    def find(cls, model: LoadedModel, tier: str | None = None) -> PoolSetting:
         """The tier with one `threads` and one `connections` pool (or the named tier)."""
         found = []
         for name, t in model.spec.tiers.items():

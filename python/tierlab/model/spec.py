@@ -3,7 +3,7 @@ model may say (``tierlab schema`` exports it as JSON Schema for editors)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
@@ -30,9 +30,7 @@ class Retransmit(Strict):
 class Pool(Strict):
     """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
 
-    kind: Literal["threads", "connections", "other"] = Field(
-        "other", description="threads/connections decide which request phase holding or waiting counts as"
-    )
+    kind: Literal["threads", "connections", "other"] = Field("other", description="threads/connections decide which request phase holding or waiting counts as")
     size: Annotated[int, Field(ge=1, le=1_000_000)]
     timeout: Annotated[float, Field(ge=0)] | None = Field(
         None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever"
@@ -108,7 +106,7 @@ class Disk(Strict):
         return self.locality.hits(cached) if self.locality else cached
 
 
-Station = Annotated[Union[Cpu, Disk], Field(discriminator="kind")]
+Station = Annotated[Cpu | Disk, Field(discriminator="kind")]
 
 
 # ---- dispatch -------------------------------------------------------------------------
@@ -122,12 +120,8 @@ class Sync(Strict):
 
 
 class DispatchBase(Strict):
-    dispatchers: Annotated[int, Field(ge=1)] = Field(
-        1, description="K dispatchers (web servers); the caller's server i uses dispatcher i mod K"
-    )
-    topology: Literal["hierarchical", "shared"] = Field(
-        "shared", description="hierarchical: dispatcher i owns the i-th block of servers; shared: all use all"
-    )
+    dispatchers: Annotated[int, Field(ge=1)] = Field(1, description="K dispatchers (web servers); the caller's server i uses dispatcher i mod K")
+    topology: Literal["hierarchical", "shared"] = Field("shared", description="hierarchical: dispatcher i owns the i-th block of servers; shared: all use all")
     sync: Sync = Sync()
 
 
@@ -189,17 +183,14 @@ def _policy(v: Any) -> str:
 
 
 Dispatch = Annotated[
-    Union[
-        Annotated[RoundRobinDispatch, Tag("round_robin")],
-        Annotated[PlainDispatch, Tag("plain")],
-        Annotated[CapDispatch, Tag("affinity_cap")],
-        Annotated[RedalDispatch, Tag("redal")],
-    ],
+    Annotated[RoundRobinDispatch, Tag("round_robin")]
+    | Annotated[PlainDispatch, Tag("plain")]
+    | Annotated[CapDispatch, Tag("affinity_cap")]
+    | Annotated[RedalDispatch, Tag("redal")],
     Discriminator(
         _policy,
         custom_error_type="policy",
-        custom_error_message="policy is one of: round_robin, affinity, random, least_active, power_of_two, "
-        "affinity_cap, redal, redal_w",
+        custom_error_message="policy is one of: round_robin, affinity, random, least_active, power_of_two, affinity_cap, redal, redal_w",
     ),
 ]
 
@@ -208,7 +199,7 @@ class SessionState(Strict):
     """Sessions keep state in this tier's servers' memory; a request served by another
     server first fetches it from an external store (the old copy is invalidated)."""
 
-    fetch: list["Step"] = Field([], description="steps that fetch the state; run right after the visit's first thread")
+    fetch: list[Step] = Field([], description="steps that fetch the state; run right after the visit's first thread")
 
 
 class Gc(Strict):
@@ -236,10 +227,8 @@ class Tier(Strict):
 # one-way delay, loss), with the TCP of their Linux 2.6: slow start from 3 segments
 # (RFC 3390), and a retransmission timeout of RTT + 200 ms (Linux's minimum variance term).
 LINK_PRESETS = {
-    "well_connected": {"bandwidth": 64e6, "delay": {"normal": {"mean": 0.005, "sd": 0.001}}, "loss": 0.0,
-                       "initial_window": 3, "rto": 0.21},
-    "badly_connected": {"bandwidth": 8e6, "delay": {"normal": {"mean": 0.2, "sd": 0.01}}, "loss": 0.01,
-                        "initial_window": 3, "rto": 0.6},
+    "well_connected": {"bandwidth": 64e6, "delay": {"normal": {"mean": 0.005, "sd": 0.001}}, "loss": 0.0, "initial_window": 3, "rto": 0.21},
+    "badly_connected": {"bandwidth": 8e6, "delay": {"normal": {"mean": 0.2, "sd": 0.01}}, "loss": 0.01, "initial_window": 3, "rto": 0.6},
 }
 
 
@@ -255,8 +244,10 @@ class Link(Strict):
     mss: Annotated[float, Field(gt=0, description="segment size, bytes")] = 1460.0
     rto: Annotated[float, Field(ge=0, description="seconds a lost segment costs (retransmission timeout)")] = 0.2
     initial_window: Annotated[float, Field(ge=1)] | None = Field(
-        None, description="slow start: segments in the first flight, doubling every round trip (RFC 3390: 3, "
-        "RFC 6928: 10); null = the transfer is one flight (a warm connection)")
+        None,
+        description="slow start: segments in the first flight, doubling every round trip (RFC 3390: 3, "
+        "RFC 6928: 10); null = the transfer is one flight (a warm connection)",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -297,7 +288,7 @@ class Call(Strict):
 
 class LoopBody(Strict):
     count: Dist
-    steps: list["Step"]
+    steps: list[Step]
 
 
 class Loop(Strict):
@@ -310,7 +301,7 @@ class Delay(Strict):
 
 class UseBody(Strict):
     pool: Name
-    steps: list["Step"]
+    steps: list[Step]
 
 
 class Use(Strict):
@@ -348,18 +339,16 @@ def _op(v: Any) -> str | None:
 
 
 Step = Annotated[
-    Union[
-        Annotated[Acquire, Tag("acquire")],
-        Annotated[Release, Tag("release")],
-        Annotated[CpuStep, Tag("cpu")],
-        Annotated[DiskStep, Tag("disk")],
-        Annotated[Call, Tag("call")],
-        Annotated[Loop, Tag("loop")],
-        Annotated[Delay, Tag("delay")],
-        Annotated[Transfer, Tag("transfer")],
-        Annotated[Use, Tag("use")],
-        Annotated[Transaction, Tag("transaction")],
-    ],
+    Annotated[Acquire, Tag("acquire")]
+    | Annotated[Release, Tag("release")]
+    | Annotated[CpuStep, Tag("cpu")]
+    | Annotated[DiskStep, Tag("disk")]
+    | Annotated[Call, Tag("call")]
+    | Annotated[Loop, Tag("loop")]
+    | Annotated[Delay, Tag("delay")]
+    | Annotated[Transfer, Tag("transfer")]
+    | Annotated[Use, Tag("use")]
+    | Annotated[Transaction, Tag("transaction")],
     Discriminator(
         _op,
         custom_error_type="step",
@@ -399,8 +388,9 @@ class Chain(Strict):
     types: dict[str, str] = Field({}, description="state → request type, where they differ")
     normalize: bool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
     reweight: dict[str, Annotated[float, Field(gt=0)]] = Field(
-        {}, description="state → factor: multiply every transition into the state by it, then rescale the rows "
-        "(shifts the request mix, e.g. {SRES: 1.5} for more searches)"
+        {},
+        description="state → factor: multiply every transition into the state by it, then rescale the rows "
+        "(shifts the request mix, e.g. {SRES: 1.5} for more searches)",
     )
 
 
@@ -437,13 +427,11 @@ class Burstiness(Strict):
 
 class Workload(Strict):
     entry: Name | None = Field(None, description="the tier requests arrive at; default the first tier")
-    population: Union[Closed, Open]
+    population: Closed | Open
     chain: Chain
     think: Dist = Field(0.0, description="seconds between a response and the next request")
     burstiness: Burstiness | None = None
-    session_weight: Dist = Field(
-        1.0, description="drawn per session: multiplies the CPU work of its requests (heavy and light users)"
-    )
+    session_weight: Dist = Field(1.0, description="drawn per session: multiplies the CPU work of its requests (heavy and light users)")
     session_end: Literal["chain"] | AfterRequests | AfterTime = "chain"
 
 

@@ -54,7 +54,16 @@ def print_summary(trace: Trace, out: Console) -> None:
             for name, st in sv["stations"].items():
                 u.add_row(tier, str(i), name, f"{st['utilization']:.1%}", "", "", "", "", "")
             for name, p in sv["pools"].items():
-                u.add_row(tier, str(i), name, f"{p['mean_busy']:.2f} / {p['size']}", f"{p['busy_max']:g}", f"{p['pinned']:.0%}",
-                          f"{p['mean_queued']:.2f}", str(p["waited"]), str(p["rejected"]))
+                u.add_row(
+                    tier,
+                    str(i),
+                    name,
+                    f"{p['mean_busy']:.2f} / {p['size']}",
+                    f"{p['busy_max']:g}",
+                    f"{p['pinned']:.0%}",
+                    f"{p['mean_queued']:.2f}",
+                    str(p["waited"]),
+                    str(p["rejected"]),
+                )
     if u.row_count:
         out.print(u)

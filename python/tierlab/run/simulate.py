@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .. import _core
 from ..model import LoadedModel, load_model
@@ -14,7 +14,7 @@ from .interrupt import raise_if_stopped
 
 
 def simulate(
-    model: "str | Path | dict | LoadedModel",
+    model: str | Path | dict | LoadedModel,
     *,
     seed: int | None = None,
     duration: float | None = None,

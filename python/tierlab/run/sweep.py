@@ -12,16 +12,17 @@ import multiprocessing
 import os
 import signal
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import InputError, ModelError
 from ..model import LoadedModel, ModelWarning, load_model
-from .simulate import simulate
 from ..trace import Trace
+from .simulate import simulate
 
 T = TypeVar("T")
 
@@ -36,14 +37,14 @@ class Run:
 
 
 def sweep(
-    model: "str | LoadedModel",
+    model: str | LoadedModel,
     runs: Sequence[Run],
     measure: Callable[[Trace], T],
     *,
     workers: int | None = None,
     scheduler: str | None = None,
     progress: str | None = "sweep",
-    runner: "Callable[[LoadedModel], Trace] | None" = None,
+    runner: Callable[[LoadedModel], Trace] | None = None,
 ) -> list[T]:
     """Simulate every run and return `measure(trace)` of each, in order.
 

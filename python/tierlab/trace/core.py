@@ -26,14 +26,16 @@ def timeseries_frame(window_start: np.ndarray, values: np.ndarray, tier: list, s
         codes = np.array([cats.index(x) for x in labels], dtype=np.int32)
         return pd.Categorical.from_codes(np.tile(codes, w), cats)
 
-    return pd.DataFrame({
-        "t": np.repeat(window_start, s),
-        "tier": cat(tier),
-        "server": np.tile(np.asarray(server, dtype=np.int32), w),
-        "resource": cat(resource),
-        "metric": cat(metric),
-        "value": values.ravel(),
-    })
+    return pd.DataFrame(
+        {
+            "t": np.repeat(window_start, s),
+            "tier": cat(tier),
+            "server": np.tile(np.asarray(server, dtype=np.int32), w),
+            "resource": cat(resource),
+            "metric": cat(metric),
+            "value": values.ravel(),
+        }
+    )
 
 
 def from_core(out: Output, model: str) -> Trace:

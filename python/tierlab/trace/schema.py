@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, cast
 
-from typing_extensions import TypedDict  # pydantic validates these on Python < 3.12
-
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
+from typing_extensions import TypedDict  # pydantic validates these on Python < 3.12
 
 from ..errors import TraceError, field_path
 
@@ -49,9 +48,12 @@ class TypeSummary(TypedDict):
     response_time: Percentiles | None
 
 
+PoolKind = Literal["threads", "connections", "other"]
+
+
 @with_config(_STRICT)
 class PoolSummary(TypedDict):
-    kind: Literal["threads", "connections", "other"]
+    kind: PoolKind
     size: int
     mean_busy: float
     busy_max: float

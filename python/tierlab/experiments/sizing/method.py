@@ -111,7 +111,11 @@ class PoolSizing:
         covered = V.drop(rare)
         d = mix_distance(V, self.grid.share)
         if d > MIX_DISTANCE_LIMIT:
-            warnings.warn(f"the mix is {d:.2f} (total variation) from the profiling mix, beyond {MIX_DISTANCE_LIMIT}: p_i and q_i may no longer hold; profile again with this mix", MixWarning, stacklevel=2)
+            warnings.warn(
+                f"the mix is {d:.2f} (total variation) from the profiling mix, beyond {MIX_DISTANCE_LIMIT}: p_i and q_i may no longer hold; profile again with this mix",
+                MixWarning,
+                stacklevel=2,
+            )
         pts = self.grid.points
         M_hi = M_max or int(pts["M"].max())
         N_hi = N_max or int(pts["N"].max())

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...analysis.profile import request_profile
 from ...errors import InputError
-from ...model import LoadedModel, load_model
+from ...model import load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run.sweep import Run, sweep
@@ -51,7 +51,7 @@ class ProfileGrid:
         return out
 
     @classmethod
-    def read(cls, folder: str | Path) -> "ProfileGrid":
+    def read(cls, folder: str | Path) -> ProfileGrid:
         folder = Path(folder)
         files = [folder / f for f in ("points.csv", "runs.csv", "profile.json")]
         if not all(f.is_file() for f in files):
@@ -119,15 +119,23 @@ def profile_grid(
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
     pts = grid_points(M_values, N_values)
     run = {"workers": workers, "scheduler": scheduler, "runner": runner}
-    (share, L), = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None, runner=runner)
+    ((share, L),) = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None, runner=runner)
     label = (lambda what, n: f"{what} ({n} points)") if progress else (lambda what, n: None)
-    pilot = sweep(loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, progress=label("pilot runs", len(pts)), **run)
+    pilot = sweep(
+        loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, progress=label("pilot runs", len(pts)), **run
+    )
     rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
     found: dict[tuple[int, int], list] = {}
     pending = list(pts)
     for round_ in range(1, max_rounds + 1):
         keys = [(pt, s) for pt in pending for s in seeds]
-        measured = sweep(loaded, [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys], _profile_run, progress=label(f"profiling runs, round {round_}", len(pending)), **run)
+        measured = sweep(
+            loaded,
+            [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys],
+            _profile_run,
+            progress=label(f"profiling runs, round {round_}", len(pending)),
+            **run,
+        )
         for i, pt in enumerate(pending):
             found[pt] = measured[i * len(seeds) : (i + 1) * len(seeds)]
         last = round_ == max_rounds
@@ -140,7 +148,9 @@ def profile_grid(
     for pt in pts:
         for seed, (phases, served, rejected) in zip(seeds, found[pt]):
             rows.append(phases.reset_index().assign(M=pt[0], N=pt[1]))
-            run_rows.append({"M": pt[0], "N": pt[1], "seed": seed, "offered": rate[pt], "served": served / L, "rejected": rejected, "overloaded": rejected >= min_rejected})
+            run_rows.append(
+                {"M": pt[0], "N": pt[1], "seed": seed, "offered": rate[pt], "served": served / L, "rejected": rejected, "overloaded": rejected >= min_rejected}
+            )
     points = _pool_seeds(pd.concat(rows, ignore_index=True))
     return ProfileGrid(points, pd.DataFrame(run_rows), share, L, setting, loaded.spec.name)
 

@@ -23,9 +23,10 @@ import logging
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from ...trace.schema import PHASES
 from .pool import PoolRejected, TokenPool
@@ -77,10 +78,16 @@ class ConnectionPool:
     A connection that fails is discarded with every idle one (a database restart leaves
     them all dead) and replaced on demand; its token is always given back."""
 
-    def __init__(self, connect: Callable[[], object], size: int, timeout: float = 10.0,
-                 caching: Literal["request", "transaction"] = "transaction",
-                 priorities: dict[str, int] | None = None, type_limits: dict[str, int] | None = None,
-                 max_queue: int | None = None):
+    def __init__(
+        self,
+        connect: Callable[[], object],
+        size: int,
+        timeout: float = 10.0,
+        caching: Literal["request", "transaction"] = "transaction",
+        priorities: dict[str, int] | None = None,
+        type_limits: dict[str, int] | None = None,
+        max_queue: int | None = None,
+    ):
         self.connect, self.caching = connect, caching
         self.priorities = priorities or {}
         self.tokens = TokenPool("connections", size, timeout, max_queue)
@@ -234,8 +241,17 @@ class Tier:
     phase records. `X-Tierlab-Type`, `-Request` and `-Session` headers (sent by the load
     generator) name the request; without them the path is the type."""
 
-    def __init__(self, app, *, threads: int = 20, thread_timeout: float = 10.0, db: ConnectionPool | None = None,
-                 priorities: dict[str, int] | None = None, name: str = "app", max_queue: int | None = None):
+    def __init__(
+        self,
+        app,
+        *,
+        threads: int = 20,
+        thread_timeout: float = 10.0,
+        db: ConnectionPool | None = None,
+        priorities: dict[str, int] | None = None,
+        name: str = "app",
+        max_queue: int | None = None,
+    ):
         self.app, self.db, self.name = app, db, name
         self.threads = TokenPool("threads", threads, thread_timeout, max_queue)
         self.priorities = priorities or {}
@@ -265,8 +281,10 @@ class Tier:
 
     def __call__(self, environ, start_response):
         ctx = RequestContext(
-            id=_int(environ.get("HTTP_X_TIERLAB_REQUEST")), session=_int(environ.get("HTTP_X_TIERLAB_SESSION")),
-            type=environ.get("HTTP_X_TIERLAB_TYPE") or environ.get("PATH_INFO", "/"), priority=0,
+            id=_int(environ.get("HTTP_X_TIERLAB_REQUEST")),
+            session=_int(environ.get("HTTP_X_TIERLAB_SESSION")),
+            type=environ.get("HTTP_X_TIERLAB_TYPE") or environ.get("PATH_INFO", "/"),
+            priority=0,
         )
         ctx.priority = self.priorities.get(ctx.type, 0)
         self._arrive(ctx.start)
@@ -299,6 +317,7 @@ class Tier:
 
         def start(status, headers, exc_info=None):
             got["status"], got["headers"] = status, headers
+
         result = self.app(environ, start)
         try:
             body = b"".join(result)
@@ -310,8 +329,16 @@ class Tier:
     def _finish(self, ctx, outcome, start_response, status, body, headers=()):
         ctx.enter("done")
         end = time.monotonic()
-        rec = {"id": ctx.id, "session": ctx.session, "type": ctx.type, "status": outcome,
-               "start": ctx.start, "end": end, "time": end - ctx.start, "db_requests": ctx.db_requests}
+        rec = {
+            "id": ctx.id,
+            "session": ctx.session,
+            "type": ctx.type,
+            "status": outcome,
+            "start": ctx.start,
+            "end": end,
+            "time": end - ctx.start,
+            "db_requests": ctx.db_requests,
+        }
         rec.update({p: ctx.time_in[p] for p in PHASES})
         with self._lock:
             self.counts[outcome] += 1
@@ -336,8 +363,12 @@ class Tier:
         residence of the visits that ended), and per pool its `TokenPool.windows`."""
         with self._lock:
             now = time.monotonic()
-            server = {"concurrency": self._concurrency.windows(now, n)[0], "arrivals": self._arrivals.windows(n),
-                      "completions": self._completions.windows(n), "residence": self._residence.windows(n)}
+            server = {
+                "concurrency": self._concurrency.windows(now, n)[0],
+                "arrivals": self._arrivals.windows(n),
+                "completions": self._completions.windows(n),
+                "residence": self._residence.windows(n),
+            }
         return {"server": server, "pools": {name: p.windows(n) for name, p in self.pools().items()}}
 
     def metrics(self) -> dict:

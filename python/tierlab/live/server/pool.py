@@ -113,8 +113,15 @@ class TokenPool:
     def sample(self) -> dict:
         """The pool now, and its counters since it was made."""
         with self._cv:
-            return {"size": self.size, "busy": self.busy, "queued": len(self._waiters), "rejected": self.rejected,
-                    "acquired": self.acquired, "timeout": self.timeout, "max_queue": self.max_queue}
+            return {
+                "size": self.size,
+                "busy": self.busy,
+                "queued": len(self._waiters),
+                "rejected": self.rejected,
+                "acquired": self.acquired,
+                "timeout": self.timeout,
+                "max_queue": self.max_queue,
+            }
 
     def windows(self, n: int) -> dict[str, list[float]]:
         """The first `n` windows of the observation: busy and queued as integrals

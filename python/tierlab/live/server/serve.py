@@ -92,8 +92,7 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
     return server
 
 
-POOL_SETTINGS = {"threads": ("size", "timeout", "max_queue", "priorities"),
-                 "connections": ("size", "timeout", "max_queue", "priorities", "caching")}
+POOL_SETTINGS = {"threads": ("size", "timeout", "max_queue", "priorities"), "connections": ("size", "timeout", "max_queue", "priorities", "caching")}
 
 
 def apply_config(tier: Tier, body: dict) -> None:
@@ -103,7 +102,7 @@ def apply_config(tier: Tier, body: dict) -> None:
         if pool_name not in POOL_SETTINGS or (pool_name == "connections" and tier.db is None):
             raise ValueError(f"unknown pool {pool_name!r}; configure {' or '.join(POOL_SETTINGS)}")
         if not isinstance(settings, dict):
-            raise ValueError(f"{pool_name} takes an object of settings, e.g. {{\"size\": 10}}")
+            raise ValueError(f'{pool_name} takes an object of settings, e.g. {{"size": 10}}')
         for key, value in settings.items():
             if key not in POOL_SETTINGS[pool_name]:
                 raise ValueError(f"{pool_name}.{key}: unknown setting; known: {', '.join(POOL_SETTINGS[pool_name])}")
@@ -133,7 +132,7 @@ def _setting(tier: Tier, pool_name: str, key: str, value):
         return lambda: setattr(pool, "max_queue", value)
     if key == "priorities":
         if not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
-            raise ValueError(f"{where} must map request types to whole numbers, e.g. {{\"BUYC\": 0, \"SRES\": 1}}")
+            raise ValueError(f'{where} must map request types to whole numbers, e.g. {{"BUYC": 0, "SRES": 1}}')
         holder = tier if pool_name == "threads" else db
         return lambda: setattr(holder, "priorities", dict(value))
     if value not in ("request", "transaction"):
@@ -162,8 +161,9 @@ def main(argv: list[str] | None = None) -> None:
     tier = Tier(Bookstore(db, pool), threads=a.threads, thread_timeout=a.timeout, db=pool)
     # waitress polls with select(), which fails beyond 1,024 descriptors; past its
     # connection limit new connections wait in the listen backlog instead.
-    server = create_server(tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=900,
-                           backlog=4096, channel_timeout=300, ident="tierlab-bookstore")
+    server = create_server(
+        tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=900, backlog=4096, channel_timeout=300, ident="tierlab-bookstore"
+    )
     # Listening on the application port first: an answering admin endpoint means "up".
     admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())
     signal.signal(signal.SIGTERM, lambda *_: server.close())

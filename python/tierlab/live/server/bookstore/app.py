@@ -29,12 +29,19 @@ class Bookstore:
         self._ids = threading.Lock()
         self._next: dict[str, int] = {}
         self.routes = {
-            "/home": self.home, "/new_products": self.new_products, "/best_sellers": self.best_sellers,
-            "/product_detail": self.product_detail, "/search_request": self.search_request,
-            "/execute_search": self.execute_search, "/shopping_cart": self.shopping_cart,
-            "/customer_registration": self.customer_registration, "/buy_request": self.buy_request,
-            "/buy_confirm": self.buy_confirm, "/order_inquiry": self.order_inquiry,
-            "/order_display": self.order_display, "/admin_request": self.admin_request,
+            "/home": self.home,
+            "/new_products": self.new_products,
+            "/best_sellers": self.best_sellers,
+            "/product_detail": self.product_detail,
+            "/search_request": self.search_request,
+            "/execute_search": self.execute_search,
+            "/shopping_cart": self.shopping_cart,
+            "/customer_registration": self.customer_registration,
+            "/buy_request": self.buy_request,
+            "/buy_confirm": self.buy_confirm,
+            "/order_inquiry": self.order_inquiry,
+            "/order_display": self.order_display,
+            "/admin_request": self.admin_request,
             "/admin_confirm": self.admin_confirm,
         }
 
@@ -78,7 +85,7 @@ class Bookstore:
         """Next key of `table`; a process-wide counter seeded from the table once."""
         with self._ids:
             if table not in self._next:
-                self._next[table] = (self._run(conn, f"SELECT MAX({column}) FROM {table}", one=True)[0] or 0)
+                self._next[table] = self._run(conn, f"SELECT MAX({column}) FROM {table}", one=True)[0] or 0
             self._next[table] += 1
             return self._next[table]
 
@@ -103,24 +110,35 @@ class Bookstore:
 
     def new_products(self, args, cart):
         subject = args.get("subject", SUBJECTS[0])
-        rows = self.query("SELECT i_id, i_title, a_fname, a_lname FROM item JOIN author ON i_a_id = a_id "
-                          "WHERE i_subject = ? ORDER BY i_pub_date DESC, i_title LIMIT 50", (subject,))
+        rows = self.query(
+            "SELECT i_id, i_title, a_fname, a_lname FROM item JOIN author ON i_a_id = a_id WHERE i_subject = ? ORDER BY i_pub_date DESC, i_title LIMIT 50",
+            (subject,),
+        )
         return "New Products", self._list(rows, lambda r: f"{r[0]} {html.escape(r[1])} by {html.escape(r[2])} {html.escape(r[3])}"), cart
 
     def best_sellers(self, args, cart):
         subject = args.get("subject", SUBJECTS[0])
         latest = self.query("SELECT MAX(o_id) FROM orders", one=True)[0] or 0
-        rows = self.query("SELECT i_id, i_title, SUM(ol_qty) AS sold FROM order_line JOIN item ON ol_i_id = i_id "
-                          "WHERE ol_o_id > ? AND i_subject = ? GROUP BY i_id, i_title ORDER BY sold DESC, i_id LIMIT 50",
-                          (latest - 3333, subject))
+        rows = self.query(
+            "SELECT i_id, i_title, SUM(ol_qty) AS sold FROM order_line JOIN item ON ol_i_id = i_id "
+            "WHERE ol_o_id > ? AND i_subject = ? GROUP BY i_id, i_title ORDER BY sold DESC, i_id LIMIT 50",
+            (latest - 3333, subject),
+        )
         return "Best Sellers", self._list(rows, lambda r: f"{r[0]} {html.escape(r[1])} ({r[2]} sold)"), cart
 
     def product_detail(self, args, cart):
-        row = self.query("SELECT i_title, a_fname, a_lname, i_desc, i_srp, i_cost, i_stock FROM item JOIN author "
-                         "ON i_a_id = a_id WHERE i_id = ?", (self._int(args, "i_id"),), one=True)
+        row = self.query(
+            "SELECT i_title, a_fname, a_lname, i_desc, i_srp, i_cost, i_stock FROM item JOIN author ON i_a_id = a_id WHERE i_id = ?",
+            (self._int(args, "i_id"),),
+            one=True,
+        )
         if row is None:
             raise NotFound(f"no item {args.get('i_id')}")
-        return "Product Detail", f"<p>{html.escape(row[0])} by {html.escape(row[1])} {html.escape(row[2])}: {row[5]:.2f} (list {row[4]:.2f}), {row[6]} in stock</p>", cart
+        return (
+            "Product Detail",
+            f"<p>{html.escape(row[0])} by {html.escape(row[1])} {html.escape(row[2])}: {row[5]:.2f} (list {row[4]:.2f}), {row[6]} in stock</p>",
+            cart,
+        )
 
     def search_request(self, args, cart):
         return "Search", "<form action=/execute_search><input name=search_string></form>", cart
@@ -149,8 +167,9 @@ class Bookstore:
             with self.pool.connection() as conn:
                 self._run(conn, "DELETE FROM shopping_cart_line WHERE scl_sc_id = ? AND scl_i_id = ?", (cart, item))
                 self._run(conn, "INSERT INTO shopping_cart_line VALUES (?, ?, ?)", (cart, qty, item))
-        lines = self.query("SELECT scl_i_id, i_title, scl_qty, i_cost FROM shopping_cart_line JOIN item ON scl_i_id = i_id "
-                           "WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart,))
+        lines = self.query(
+            "SELECT scl_i_id, i_title, scl_qty, i_cost FROM shopping_cart_line JOIN item ON scl_i_id = i_id WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart,)
+        )
         self.query("UPDATE shopping_cart SET sc_time = ? WHERE sc_id = ?", (_now(), cart))
         return "Shopping Cart", self._list(lines, lambda r: f"{r[2]} × {html.escape(r[1])} at {r[3]:.2f}"), cart
 
@@ -188,17 +207,26 @@ class Bookstore:
             cust = self._run(conn, "SELECT c_id, c_addr_id, c_discount FROM customer WHERE c_id = ?", (c,), one=True)
             if cust is None:
                 raise NotFound(f"no customer {c}")
-            lines = self._run(conn, "SELECT scl_i_id, scl_qty, i_cost, i_stock FROM shopping_cart_line JOIN item ON scl_i_id = i_id "
-                                    "WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart or 0,))
+            lines = self._run(
+                conn,
+                "SELECT scl_i_id, scl_qty, i_cost, i_stock FROM shopping_cart_line JOIN item ON scl_i_id = i_id WHERE scl_sc_id = ? ORDER BY scl_i_id",
+                (cart or 0,),
+            )
             sub = sum(q * cost for _, q, cost, _ in lines) * (1 - cust[2])
             o = self._new_id(conn, "orders", "o_id")
-            self._run(conn, "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (o, c, _now(), sub, sub * 0.0825, sub * 1.0825 + 3, random.choice(SHIP_TYPES), _now(86400 * 3), cust[1], cust[1], "PENDING"))
+            self._run(
+                conn,
+                "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (o, c, _now(), sub, sub * 0.0825, sub * 1.0825 + 3, random.choice(SHIP_TYPES), _now(86400 * 3), cust[1], cust[1], "PENDING"),
+            )
             for n, (i, q, _, stock) in enumerate(lines, 1):
                 self._run(conn, "INSERT INTO order_line VALUES (?, ?, ?, ?, ?, ?)", (n, o, i, q, cust[2], "none"))
                 self._run(conn, "UPDATE item SET i_stock = ? WHERE i_id = ?", (stock - q if stock - q >= 10 else stock - q + 21, i))
-            self._run(conn, "INSERT INTO cc_xacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                      (o, args.get("cc_type", "VISA"), "4111111111111111", "Card Holder", _now(86400 * 365), f"AUTH{o:011d}", sub * 1.0825 + 3, _now(), 1))
+            self._run(
+                conn,
+                "INSERT INTO cc_xacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (o, args.get("cc_type", "VISA"), "4111111111111111", "Card Holder", _now(86400 * 365), f"AUTH{o:011d}", sub * 1.0825 + 3, _now(), 1),
+            )
             self._run(conn, "DELETE FROM shopping_cart_line WHERE scl_sc_id = ?", (cart or 0,))
         return "Buy Confirm", f"<p>order {o} placed: {len(lines)} lines, {sub:.2f}</p>", cart
 
@@ -208,10 +236,10 @@ class Bookstore:
     def order_display(self, args, cart):
         c = self._int(args, "c_id")
         cust = self.query("SELECT c_id FROM customer WHERE c_uname = ? AND c_passwd = ?", (f"user{c}", f"pw{c}"), one=True)
-        order = self.query("SELECT o_id, o_date, o_total, o_status FROM orders WHERE o_c_id = ? ORDER BY o_date DESC, o_id DESC LIMIT 1",
-                           (cust[0] if cust else 0,), one=True)
-        lines = self.query("SELECT ol_i_id, i_title, ol_qty FROM order_line JOIN item ON ol_i_id = i_id WHERE ol_o_id = ?",
-                           (order[0] if order else 0,))
+        order = self.query(
+            "SELECT o_id, o_date, o_total, o_status FROM orders WHERE o_c_id = ? ORDER BY o_date DESC, o_id DESC LIMIT 1", (cust[0] if cust else 0,), one=True
+        )
+        lines = self.query("SELECT ol_i_id, i_title, ol_qty FROM order_line JOIN item ON ol_i_id = i_id WHERE ol_o_id = ?", (order[0] if order else 0,))
         head = f"<p>order {order[0]}: {order[2]:.2f}, {order[3]}</p>" if order else "<p>no orders</p>"
         return "Order Display", head + self._list(lines, lambda r: f"{r[2]} × {html.escape(r[1])}"), cart
 
@@ -226,11 +254,18 @@ class Bookstore:
         recomputed from the customers who bought it recently (TPC-W §2.16)."""
         i = self._int(args, "i_id")
         with self.pool.transaction() as conn:
-            self._run(conn, "UPDATE item SET i_cost = ?, i_image = ?, i_thumbnail = ?, i_pub_date = ? WHERE i_id = ?",
-                      (round(random.uniform(1, 1000), 2), f"img/image_{i}.gif", f"img/thumb_{i}.gif", _now(), i))
-            related = self._run(conn, "SELECT ol_i_id FROM order_line WHERE ol_o_id IN (SELECT o_id FROM orders WHERE o_c_id IN "
-                                      "(SELECT o_c_id FROM orders JOIN order_line ON o_id = ol_o_id WHERE ol_i_id = ?) "
-                                      "ORDER BY o_id DESC LIMIT 100) AND ol_i_id <> ? GROUP BY ol_i_id ORDER BY SUM(ol_qty) DESC, ol_i_id LIMIT 5", (i, i))
+            self._run(
+                conn,
+                "UPDATE item SET i_cost = ?, i_image = ?, i_thumbnail = ?, i_pub_date = ? WHERE i_id = ?",
+                (round(random.uniform(1, 1000), 2), f"img/image_{i}.gif", f"img/thumb_{i}.gif", _now(), i),
+            )
+            related = self._run(
+                conn,
+                "SELECT ol_i_id FROM order_line WHERE ol_o_id IN (SELECT o_id FROM orders WHERE o_c_id IN "
+                "(SELECT o_c_id FROM orders JOIN order_line ON o_id = ol_o_id WHERE ol_i_id = ?) "
+                "ORDER BY o_id DESC LIMIT 100) AND ol_i_id <> ? GROUP BY ol_i_id ORDER BY SUM(ol_qty) DESC, ol_i_id LIMIT 5",
+                (i, i),
+            )
             ids = [r[0] for r in related] + [i] * (5 - len(related))
             self._run(conn, "UPDATE item SET i_related1 = ?, i_related2 = ?, i_related3 = ?, i_related4 = ?, i_related5 = ? WHERE i_id = ?", (*ids, i))
         return "Admin Confirm", f"<p>item {i} updated</p>", cart

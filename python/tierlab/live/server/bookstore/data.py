@@ -8,12 +8,59 @@ import sqlite3
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-SUBJECTS = ["ARTS", "BIOGRAPHIES", "BUSINESS", "CHILDREN", "COMPUTERS", "COOKING", "HEALTH", "HISTORY", "HOME",
-            "HUMOR", "LITERATURE", "MYSTERY", "NON-FICTION", "PARENTING", "POLITICS", "REFERENCE", "RELIGION",
-            "ROMANCE", "SELF-HELP", "SCIENCE-NATURE", "SCIENCE-FICTION", "SPORTS", "YOUTH", "TRAVEL"]
+SUBJECTS = [
+    "ARTS",
+    "BIOGRAPHIES",
+    "BUSINESS",
+    "CHILDREN",
+    "COMPUTERS",
+    "COOKING",
+    "HEALTH",
+    "HISTORY",
+    "HOME",
+    "HUMOR",
+    "LITERATURE",
+    "MYSTERY",
+    "NON-FICTION",
+    "PARENTING",
+    "POLITICS",
+    "REFERENCE",
+    "RELIGION",
+    "ROMANCE",
+    "SELF-HELP",
+    "SCIENCE-NATURE",
+    "SCIENCE-FICTION",
+    "SPORTS",
+    "YOUTH",
+    "TRAVEL",
+]
 # Title and name words; searches draw from the same list, so they find something.
-WORDS = ["war", "peace", "river", "night", "garden", "stone", "winter", "light", "house", "road", "dream", "ocean",
-         "fire", "shadow", "king", "city", "music", "secret", "island", "storm", "glass", "silver", "mountain", "letter"]
+WORDS = [
+    "war",
+    "peace",
+    "river",
+    "night",
+    "garden",
+    "stone",
+    "winter",
+    "light",
+    "house",
+    "road",
+    "dream",
+    "ocean",
+    "fire",
+    "shadow",
+    "king",
+    "city",
+    "music",
+    "secret",
+    "island",
+    "storm",
+    "glass",
+    "silver",
+    "mountain",
+    "letter",
+]
 BACKINGS = ["HARDBACK", "PAPERBACK", "USED", "AUDIO", "LIMITED-EDITION"]
 CARDS = ["VISA", "MASTERCARD", "DISCOVER", "AMEX", "DINERS"]
 SHIP_TYPES = ["AIR", "UPS", "FEDEX", "SHIP", "COURIER", "MAIL"]
@@ -49,8 +96,7 @@ CREATE INDEX item_author ON item (i_a_id);
 CREATE INDEX orders_customer ON orders (o_c_id);
 CREATE INDEX order_line_item ON order_line (ol_i_id);
 """
-TABLES = ["shopping_cart_line", "shopping_cart", "cc_xacts", "order_line", "orders", "item", "author", "customer",
-          "address", "country"]
+TABLES = ["shopping_cart_line", "shopping_cart", "cc_xacts", "order_line", "orders", "item", "author", "customer", "address", "country"]
 
 
 @dataclass(frozen=True)
@@ -92,34 +138,97 @@ def populate(db: Database, num_items: int = 1000, num_ebs: int = 1, seed: int = 
     word = lambda: rng.choice(WORDS)  # noqa: E731
     rows: dict[str, list[tuple]] = {
         "country": [(i, f"Country {i}", round(rng.uniform(0.1, 10), 4), "Currency") for i in range(1, 93)],
-        "author": [(i, word().title(), word().title(), word()[:1].upper(), day(rng.randint(7000, 30000)), " ".join(word() for _ in range(20)))
-                   for i in range(1, authors + 1)],
-        "address": [(i, f"{rng.randint(1, 9999)} {word().title()} St", "", word().title(), "ST", f"{rng.randint(10000, 99999)}", rng.randint(1, 92))
-                    for i in range(1, 2 * customers + 1)],
+        "author": [
+            (i, word().title(), word().title(), word()[:1].upper(), day(rng.randint(7000, 30000)), " ".join(word() for _ in range(20)))
+            for i in range(1, authors + 1)
+        ],
+        "address": [
+            (i, f"{rng.randint(1, 9999)} {word().title()} St", "", word().title(), "ST", f"{rng.randint(10000, 99999)}", rng.randint(1, 92))
+            for i in range(1, 2 * customers + 1)
+        ],
     }
     rows["item"] = []
     for i in range(1, num_items + 1):
         related = [rng.randint(1, num_items) for _ in range(5)]
         srp = round(rng.uniform(1, 1000), 2)
-        rows["item"].append((i, " ".join(word().title() for _ in range(3)), rng.randint(1, authors), day(rng.randint(0, 20000)),
-                             f"{word().title()} Press", rng.choice(SUBJECTS), " ".join(word() for _ in range(30)), *related,
-                             f"img{i % 100}/thumb_{i}.gif", f"img{i % 100}/image_{i}.gif", srp, round(srp * rng.uniform(0.5, 1), 2),
-                             day(-rng.randint(1, 30)), rng.randint(10, 30), f"{rng.randrange(10**12, 10**13)}",
-                             rng.randint(20, 9999), rng.choice(BACKINGS), "10x20x3"))
-    rows["customer"] = [(i, f"user{i}", f"pw{i}", word().title(), word().title(), 2 * i - 1, f"{rng.randrange(10**9, 10**10)}",
-                         f"user{i}@example.com", day(rng.randint(1, 730)), day(rng.randint(0, 60)), day(0), day(-1),
-                         round(rng.uniform(0, 0.5), 2), 0.0, round(rng.uniform(0, 1000), 2), day(rng.randint(6000, 30000)),
-                         " ".join(word() for _ in range(20))) for i in range(1, customers + 1)]
+        rows["item"].append(
+            (
+                i,
+                " ".join(word().title() for _ in range(3)),
+                rng.randint(1, authors),
+                day(rng.randint(0, 20000)),
+                f"{word().title()} Press",
+                rng.choice(SUBJECTS),
+                " ".join(word() for _ in range(30)),
+                *related,
+                f"img{i % 100}/thumb_{i}.gif",
+                f"img{i % 100}/image_{i}.gif",
+                srp,
+                round(srp * rng.uniform(0.5, 1), 2),
+                day(-rng.randint(1, 30)),
+                rng.randint(10, 30),
+                f"{rng.randrange(10**12, 10**13)}",
+                rng.randint(20, 9999),
+                rng.choice(BACKINGS),
+                "10x20x3",
+            )
+        )
+    rows["customer"] = [
+        (
+            i,
+            f"user{i}",
+            f"pw{i}",
+            word().title(),
+            word().title(),
+            2 * i - 1,
+            f"{rng.randrange(10**9, 10**10)}",
+            f"user{i}@example.com",
+            day(rng.randint(1, 730)),
+            day(rng.randint(0, 60)),
+            day(0),
+            day(-1),
+            round(rng.uniform(0, 0.5), 2),
+            0.0,
+            round(rng.uniform(0, 1000), 2),
+            day(rng.randint(6000, 30000)),
+            " ".join(word() for _ in range(20)),
+        )
+        for i in range(1, customers + 1)
+    ]
     rows["orders"], rows["order_line"], rows["cc_xacts"] = [], [], []
     for o in range(1, int(0.9 * customers) + 1):
         c = rng.randint(1, customers)
         lines = [(n, o, rng.randint(1, num_items), rng.randint(1, 300), round(rng.uniform(0, 0.3), 2), word()) for n in range(1, rng.randint(1, 5) + 1)]
         sub = round(sum(qty * rows["item"][i - 1][15] for _, _, i, qty, _, _ in lines), 2)  # i_cost × ol_qty
-        rows["orders"].append((o, c, day(rng.randint(1, 60)), sub, round(sub * 0.0825, 2), round(sub * 1.0825 + 3, 2),
-                               rng.choice(SHIP_TYPES), day(rng.randint(0, 7)), 2 * c - 1, 2 * c, rng.choice(["PROCESSING", "SHIPPED", "PENDING", "DENIED"])))
+        rows["orders"].append(
+            (
+                o,
+                c,
+                day(rng.randint(1, 60)),
+                sub,
+                round(sub * 0.0825, 2),
+                round(sub * 1.0825 + 3, 2),
+                rng.choice(SHIP_TYPES),
+                day(rng.randint(0, 7)),
+                2 * c - 1,
+                2 * c,
+                rng.choice(["PROCESSING", "SHIPPED", "PENDING", "DENIED"]),
+            )
+        )
         rows["order_line"] += lines
-        rows["cc_xacts"].append((o, rng.choice(CARDS), f"{rng.randrange(10**15, 10**16)}", "Card Holder", day(-365),
-                                 f"AUTH{o:011d}", round(sub * 1.0825 + 3, 2), day(0), rng.randint(1, 92)))
+        rows["cc_xacts"].append(
+            (
+                o,
+                rng.choice(CARDS),
+                f"{rng.randrange(10**15, 10**16)}",
+                "Card Holder",
+                day(-365),
+                f"AUTH{o:011d}",
+                round(sub * 1.0825 + 3, 2),
+                day(0),
+                rng.randint(1, 92),
+            )
+        )
     conn = db.connect()
     try:
         cur = conn.cursor()
