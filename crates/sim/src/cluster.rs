@@ -137,7 +137,7 @@ impl Sim {
                 let c = &mut self.clusters[tier];
                 match c.queues[d].push(self.now, slot) {
                     Ok(deadline) => {
-                        c.queued += self.measuring as u64;
+                        c.queued += self.obs.measuring as u64;
                         self.events.push(
                             deadline,
                             Ev::DispatchExpire {
@@ -147,7 +147,7 @@ impl Sim {
                         );
                     }
                     Err(_) => {
-                        c.queue_full += self.measuring as u64;
+                        c.queue_full += self.obs.measuring as u64;
                         self.abort(slot, trace::Status::Rejected);
                     }
                 }
@@ -166,9 +166,9 @@ impl Sim {
         if self.m.tiers[tier].stateful {
             let c = &mut self.clusters[tier];
             match self.sessions.home(session, tier) {
-                None => c.created += self.measuring as u64,
+                None => c.created += self.obs.measuring as u64,
                 Some(h) if h != local => {
-                    c.migrations += self.measuring as u64;
+                    c.migrations += self.obs.measuring as u64;
                     remote = true;
                 }
                 Some(_) => {}
@@ -208,7 +208,7 @@ impl Sim {
 
     pub(crate) fn dispatch_expire(&mut self, tier: usize, d: usize) {
         for slot in self.clusters[tier].queues[d].expire(self.now) {
-            self.clusters[tier].queue_timeouts += self.measuring as u64;
+            self.clusters[tier].queue_timeouts += self.obs.measuring as u64;
             self.abort(slot, trace::Status::Rejected);
         }
     }
@@ -230,7 +230,7 @@ impl Sim {
                 sum
             })
             .collect();
-        if self.measuring {
+        if self.obs.measuring {
             c.syncs += own.len() as u64;
             c.sync_bytes += own.iter().map(payload_bytes).sum::<u64>();
         }

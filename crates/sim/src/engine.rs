@@ -1,23 +1,15 @@
 //! The simulation: a virtual clock, the event list, servers with their pools and
 //! stations, and requests executing their step programs tier by tier.
 
-use std::collections::BTreeMap;
-
 use rand::RngExt;
-use trace::summary::{
-    mean, rate, GcSummary, LinkSummary, Little, PoolSummary, ServerSummary, StationSummary,
-    Summary, TierSummary, SCHEMA_VERSION,
-};
-use trace::{
-    Output, Records, RequestStats, SeriesMeta, Status, TierColumns, TimeSeries, BEFORE_DB, OTHER,
-    WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE,
-};
+use trace::{Output, Status, BEFORE_DB, OTHER, WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE};
 use workload::dist::Dist;
 use workload::rng::{Stream, Streams};
 
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
 use crate::model::{Model, PoolKind, Station as StationSpec};
+use crate::observer::{Observer, ServerStats, TierAcc, View};
 use crate::pool::{Acquire, Pool};
 use crate::program::{flatten, Instr};
 use crate::session::Sessions;
@@ -30,7 +22,7 @@ pub(crate) enum StationState {
 }
 
 impl StationState {
-    fn busy(&mut self) -> &mut TimeAvg {
+    pub(crate) fn busy(&mut self) -> &mut TimeAvg {
         match self {
             StationState::Cpu(s) => &mut s.busy,
             StationState::Disk(s) => &mut s.busy,
@@ -39,21 +31,14 @@ impl StationState {
 }
 
 pub(crate) struct Server {
-    tier: usize,
-    pools: Vec<Pool>,
-    stations: Vec<StationState>,
-    concurrency: TimeAvg,
-    arrivals: u64,
-    completions: u64,
-    residence: f64,
-    visits_total: u64,
-    residence_total: f64,
-    /// Garbage collection: MB allocated since the last collection, whether one is in
-    /// progress, and the measured pauses.
+    pub(crate) tier: usize,
+    pub(crate) pools: Vec<Pool>,
+    pub(crate) stations: Vec<StationState>,
+    pub(crate) stats: ServerStats,
+    /// Garbage collection: MB allocated since the last collection, and whether one is
+    /// in progress.
     allocated: f64,
     in_gc: bool,
-    gc_pauses: u64,
-    gc_time: f64,
 }
 
 /// One visit of a request to a server: where it is in that tier's program.
@@ -77,26 +62,18 @@ pub(crate) struct Frame {
     entered: f64,
 }
 
-#[derive(Clone, Copy, Default)]
-struct TierAcc {
-    server: i32,
-    visits: u32,
-    time: f64,
-    phases: [f64; 6],
-    db_requests: u32,
-}
-
 #[derive(Default)]
 pub(crate) struct Req {
-    id: u64,
+    pub(crate) id: u64,
     pub(crate) session: u32,
     pub(crate) ty: u32,
-    start: f64,
-    measured: bool,
+    pub(crate) start: f64,
+    /// Arrived after the warm-up: counted and recorded.
+    pub(crate) measured: bool,
     pub(crate) frames: Vec<Frame>,
     /// (first instruction of the body, iterations left) of the open loops.
     loops: Vec<(u32, u32)>,
-    tiers: Vec<TierAcc>,
+    pub(crate) tiers: Vec<TierAcc>,
     /// Ticket of the pool wait in progress (0 = not waiting), and which pool.
     ticket: u64,
     waiting_pool: u16,
@@ -105,7 +82,7 @@ pub(crate) struct Req {
     /// Network latency of the transfer in progress on a shared link (added when its
     /// bytes are through).
     link_latency: f64,
-    retransmissions: u32,
+    pub(crate) retransmissions: u32,
     disk_left: u32,
 }
 
@@ -128,21 +105,12 @@ pub struct Sim {
     next_req_id: u64,
     next_ticket: u64,
     pub(crate) sessions: Sessions,
-    // statistics
-    pub(crate) measuring: bool,
-    requests: RequestStats,
-    in_system: TimeAvg,
-    little_count: u64,
-    little_time: f64,
-    pub(crate) series: TimeSeries,
-    window_start: f64,
-    records: Option<Records>,
+    pub(crate) obs: Observer,
     pub events_done: u64,
 }
 
 impl Sim {
     pub fn new(m: Model) -> Sim {
-        let nt = m.tiers.len();
         let mut dists = Vec::new();
         let mut programs = Vec::new();
         for ty in &m.types {
@@ -156,27 +124,9 @@ impl Sim {
         }
         let mut servers = Vec::new();
         let mut tier_first_server = Vec::new();
-        let mut series = TimeSeries::default();
         for (ti, t) in m.tiers.iter().enumerate() {
             tier_first_server.push(servers.len());
-            for s in 0..t.servers {
-                let meta = |resource: &str, metric| SeriesMeta {
-                    tier: t.name.clone(),
-                    server: s as u32,
-                    resource: resource.into(),
-                    metric,
-                };
-                for metric in ["concurrency", "arrivals", "completions", "response_time"] {
-                    series.meta.push(meta("", metric));
-                }
-                for st in &t.stations {
-                    series.meta.push(meta(st.name(), "utilization"));
-                }
-                for p in &t.pools {
-                    for metric in ["busy", "busy_max", "queued", "rejected", "dropped"] {
-                        series.meta.push(meta(&p.name, metric));
-                    }
-                }
+            for _ in 0..t.servers {
                 servers.push(Server {
                     tier: ti,
                     pools: t.pools.iter().map(Pool::new).collect(),
@@ -192,26 +142,11 @@ impl Sim {
                             }
                         })
                         .collect(),
-                    concurrency: TimeAvg::default(),
-                    arrivals: 0,
-                    completions: 0,
-                    residence: 0.0,
-                    visits_total: 0,
-                    residence_total: 0.0,
+                    stats: ServerStats::default(),
                     allocated: 0.0,
                     in_gc: false,
-                    gc_pauses: 0,
-                    gc_time: 0.0,
                 });
             }
-        }
-        for l in &m.links {
-            series.meta.push(SeriesMeta {
-                tier: "network".into(),
-                server: 0,
-                resource: l.name.clone(),
-                metric: "utilization",
-            });
         }
         let mask = |kind: PoolKind| -> Vec<u64> {
             m.tiers
@@ -236,12 +171,8 @@ impl Sim {
             })
             .collect();
         let links = m.links.iter().map(|_| Ps::new(1, vec![])).collect();
-        let records = m.run.records.then(|| Records {
-            tiers: (0..nt).map(|_| TierColumns::default()).collect(),
-            ..Default::default()
-        });
         let sessions = Sessions::new(&m.workload, m.tiers.len());
-        let requests = RequestStats::new(m.types.len());
+        let obs = Observer::new(&m);
         Sim {
             rng: Streams::new(m.run.seed),
             m,
@@ -260,14 +191,7 @@ impl Sim {
             next_req_id: 0,
             next_ticket: 0,
             sessions,
-            measuring: false,
-            requests,
-            in_system: TimeAvg::default(),
-            little_count: 0,
-            little_time: 0.0,
-            series,
-            window_start: 0.0,
-            records,
+            obs,
             events_done: 0,
         }
     }
@@ -307,17 +231,35 @@ impl Sim {
         if !interrupted {
             self.now = duration;
         }
-        if self.now > self.window_start {
-            self.close_window();
-        }
         tick(self.now / duration);
-        self.finish(interrupted)
+        let events = self.events_done;
+        let (obs, v) = self.observed();
+        obs.finish(v, interrupted, events)
+    }
+
+    /// The observer and what it sees of the simulation now.
+    fn observed(&mut self) -> (&mut Observer, View<'_>) {
+        let v = View {
+            m: &self.m,
+            now: self.now,
+            servers: &mut self.servers,
+            links: &mut self.links,
+            clusters: &self.clusters,
+            sessions: &mut self.sessions,
+        };
+        (&mut self.obs, v)
+    }
+
+    fn start_measuring(&mut self) {
+        let (obs, mut v) = self.observed();
+        obs.start_measuring(&mut v);
     }
 
     fn handle(&mut self, ev: Ev) {
         match ev {
             Ev::Window => {
-                self.close_window();
+                let (obs, mut v) = self.observed();
+                obs.close_window(&mut v);
                 self.events.push(self.now + self.m.run.window, Ev::Window);
             }
             Ev::Warmup => self.start_measuring(),
@@ -386,7 +328,7 @@ impl Sim {
         r.session = session;
         r.ty = ty as u32;
         r.start = self.now;
-        r.measured = self.measuring;
+        r.measured = self.obs.measuring;
         r.frames.clear();
         r.loops.clear();
         r.tiers.clear();
@@ -400,7 +342,7 @@ impl Sim {
         r.ticket = 0;
         r.retrying = false;
         r.retransmissions = 0;
-        self.in_system.add(self.now, 1.0);
+        self.obs.request_started(self.now);
         let entry = self.m.workload.entry_tier;
         if self.dispatch(slot, entry) {
             self.advance(slot);
@@ -418,8 +360,7 @@ impl Sim {
     ) {
         let now = self.now;
         let sv = &mut self.servers[server];
-        sv.arrivals += 1;
-        sv.concurrency.add(now, 1.0);
+        sv.stats.enter(now);
         let r = &mut self.reqs[slot as usize];
         let acc = &mut r.tiers[tier];
         if acc.server < 0 {
@@ -617,12 +558,11 @@ impl Sim {
         if sv.in_gc || sv.allocated < gc.heap {
             return;
         }
-        let pause = gc.pause + gc.per_request * sv.concurrency.value();
+        let pause = gc.pause + gc.per_request * sv.stats.concurrency.value();
         sv.allocated = 0.0;
         sv.in_gc = true;
-        if self.measuring {
-            sv.gc_pauses += 1;
-            sv.gc_time += pause;
+        if self.obs.measuring {
+            sv.stats.gc_pause(pause);
         }
         for st in &mut sv.stations {
             if let StationState::Cpu(ps) = st {
@@ -857,13 +797,7 @@ impl Sim {
         r.loops.truncate(f.loop_base as usize);
         r.tiers[f.tier as usize].time += now - f.entered;
         let sv = &mut self.servers[f.server as usize];
-        sv.concurrency.add(now, -1.0);
-        sv.completions += 1;
-        sv.residence += now - f.entered;
-        if self.measuring {
-            sv.visits_total += 1;
-            sv.residence_total += now - f.entered;
-        }
+        sv.stats.leave(now, f.entered, self.obs.measuring);
         let mut held = f.held;
         while held != 0 {
             let p = held.trailing_zeros() as u16;
@@ -890,198 +824,11 @@ impl Sim {
     }
 
     fn finish_request(&mut self, slot: u32, status: Status) {
-        let now = self.now;
-        self.in_system.add(now, -1.0);
         let r = &self.reqs[slot as usize];
-        if r.measured {
-            let rt = now - r.start;
-            self.little_count += 1;
-            self.little_time += rt;
-            self.requests.record(r.ty as usize, status, rt);
-            if let Some(rec) = &mut self.records {
-                rec.id.push(r.id);
-                rec.session.push(self.sessions.id(r.session));
-                rec.rtype.push(r.ty);
-                rec.status.push(status as u8);
-                rec.start.push(r.start);
-                rec.end.push(now);
-                rec.retransmissions.push(r.retransmissions);
-                for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
-                    col.server.push(acc.server);
-                    col.visits.push(acc.visits);
-                    col.time.push(acc.time);
-                    for (c, v) in col.phases.iter_mut().zip(acc.phases) {
-                        c.push(v);
-                    }
-                    col.db_requests.push(acc.db_requests);
-                }
-            }
-        }
+        self.obs
+            .request_finished(self.now, r, self.sessions.id(r.session), status);
         let session = r.session;
         self.free_reqs.push(slot);
         self.request_done(session);
-    }
-
-    // ---- observation ---------------------------------------------------------------
-
-    fn close_window(&mut self) {
-        let (now, start) = (self.now, self.window_start);
-        let len = now - start;
-        let v = &mut self.series.values;
-        for sv in &mut self.servers {
-            v.push(sv.concurrency.close_window(now, len).0);
-            v.push(sv.arrivals as f64);
-            v.push(sv.completions as f64);
-            v.push(if sv.completions > 0 {
-                sv.residence / sv.completions as f64
-            } else {
-                f64::NAN
-            });
-            (sv.arrivals, sv.completions, sv.residence) = (0, 0, 0.0);
-            for st in &mut sv.stations {
-                v.push(st.busy().close_window(now, len).0);
-            }
-            for p in &mut sv.pools {
-                let (busy, max) = p.busy.close_window(now, len);
-                v.extend([
-                    busy,
-                    max,
-                    p.queue.close_window(now, len).0,
-                    p.rejected.take_window(),
-                    p.dropped.take_window(),
-                ]);
-            }
-        }
-        for l in &mut self.links {
-            v.push(l.busy.close_window(now, len).0);
-        }
-        self.series.window_start.push(start);
-        self.window_start = now;
-    }
-
-    fn start_measuring(&mut self) {
-        let now = self.now;
-        self.measuring = true;
-        self.in_system.start_measuring(now);
-        for sv in &mut self.servers {
-            for st in &mut sv.stations {
-                st.busy().start_measuring(now);
-            }
-            for p in &mut sv.pools {
-                p.busy.start_measuring(now);
-                p.queue.start_measuring(now);
-                p.rejected.total = 0;
-                p.dropped.total = 0;
-            }
-        }
-        for l in &mut self.links {
-            l.busy.start_measuring(now);
-        }
-        self.sessions.start_measuring();
-    }
-
-    fn finish(mut self, interrupted: bool) -> Output {
-        let now = self.now;
-        let span = (now - self.m.run.warmup).max(0.0);
-        let per_s = |x: f64| rate(x, span);
-        let mut tiers = BTreeMap::new();
-        for (ti, t) in self.m.tiers.iter().enumerate() {
-            let servers = self
-                .servers
-                .iter_mut()
-                .filter(|sv| sv.tier == ti)
-                .map(|sv| ServerSummary {
-                    visits: Some(sv.visits_total),
-                    throughput: Some(per_s(sv.visits_total as f64)),
-                    mean_residence: Some(mean(sv.residence_total, sv.visits_total)),
-                    gc: Some(GcSummary {
-                        pauses: sv.gc_pauses,
-                        pause_time: sv.gc_time,
-                    }),
-                    stations: t
-                        .stations
-                        .iter()
-                        .zip(&mut sv.stations)
-                        .map(|(spec, st)| {
-                            let s = StationSummary {
-                                kind: spec.kind().into(),
-                                utilization: per_s(st.busy().total_area(now)),
-                            };
-                            (spec.name().to_string(), s)
-                        })
-                        .collect(),
-                    pools: t
-                        .pools
-                        .iter()
-                        .zip(&mut sv.pools)
-                        .map(|(spec, p)| {
-                            let s = PoolSummary {
-                                kind: spec.kind.name().into(),
-                                size: spec.size,
-                                mean_busy: per_s(p.busy.total_area(now)),
-                                mean_queued: per_s(p.queue.total_area(now)),
-                                rejected: p.rejected.total,
-                                dropped: p.dropped.total,
-                            };
-                            (spec.name.clone(), s)
-                        })
-                        .collect(),
-                })
-                .collect();
-            let tier = TierSummary {
-                position: ti,
-                servers,
-                dispatch: Some(self.clusters[ti].summary()),
-            };
-            tiers.insert(t.name.clone(), tier);
-        }
-        let links = self
-            .m
-            .links
-            .iter()
-            .zip(&mut self.links)
-            .map(|(spec, l)| {
-                let utilization = per_s(l.busy.total_area(now));
-                (spec.name.clone(), LinkSummary { utilization })
-            })
-            .collect();
-        let type_names: Vec<String> = self.m.types.iter().map(|t| t.name.clone()).collect();
-        let summary = Summary {
-            source: "simulation".into(),
-            schema_version: SCHEMA_VERSION,
-            window: self.m.run.window,
-            seed: self.m.run.seed,
-            duration: self.m.run.duration,
-            warmup: self.m.run.warmup,
-            measured_seconds: span,
-            interrupted,
-            requests: self.requests.overall.counts(),
-            in_flight_at_end: (self.reqs.len() - self.free_reqs.len()) as u64,
-            throughput: per_s(self.requests.overall.status[Status::Ok as usize] as f64),
-            response_time: self.requests.overall.latency.percentiles(),
-            types: self.requests.types(&type_names, per_s),
-            tiers,
-            links,
-            sessions: self.sessions.summary(per_s(1.0)),
-            little: Little {
-                mean_in_system: per_s(self.in_system.total_area(now)),
-                arrival_rate: per_s(self.little_count as f64),
-                mean_time_in_system: mean(self.little_time, self.little_count),
-            },
-            simulated_until: Some(now),
-            events: Some(self.events_done),
-            elapsed: None,
-            target: None,
-            errors: None,
-            bytes_received: None,
-            reconnects: None,
-        };
-        Output {
-            summary,
-            series: std::mem::take(&mut self.series),
-            records: self.records.take(),
-            type_names,
-            tier_names: self.m.tiers.iter().map(|t| t.name.clone()).collect(),
-        }
     }
 }

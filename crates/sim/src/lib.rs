@@ -9,6 +9,7 @@ mod cluster;
 mod engine;
 mod events;
 pub mod model;
+mod observer;
 mod pool;
 mod program;
 mod session;

@@ -1,0 +1,384 @@
+//! What a simulation measures: the per-window time series (each kind of column
+//! declared right beside the code that fills it), the request statistics, records and
+//! Little's-law counters, and at the end the run summary. The engine calls in at its
+//! events; the observer reads the resources' counters and never changes the simulation.
+
+use std::collections::BTreeMap;
+
+use trace::summary::{
+    mean, rate, GcSummary, LinkSummary, Little, PoolSummary, ServerSummary, StationSummary,
+    Summary, TierSummary, SCHEMA_VERSION,
+};
+use trace::{Output, Records, RequestStats, SeriesMeta, Status, TierColumns, TimeSeries};
+
+use crate::cluster::Cluster;
+use crate::engine::{Req, Server};
+use crate::model::Model;
+use crate::pool::Pool;
+use crate::session::Sessions;
+use crate::station::Ps;
+use crate::timeavg::TimeAvg;
+
+/// What the observer sees of the simulation at one instant.
+pub(crate) struct View<'a> {
+    pub(crate) m: &'a Model,
+    pub(crate) now: f64,
+    pub(crate) servers: &'a mut [Server],
+    pub(crate) links: &'a mut [Ps],
+    pub(crate) clusters: &'a [Cluster],
+    pub(crate) sessions: &'a mut Sessions,
+}
+
+/// A server's visit counters: the engine counts visits as they come and go, the
+/// observer reads (and restarts) them per window and at the end.
+#[derive(Default)]
+pub(crate) struct ServerStats {
+    /// Visits in progress.
+    pub(crate) concurrency: TimeAvg,
+    // This window.
+    arrivals: u64,
+    completions: u64,
+    residence: f64,
+    // The measured period.
+    visits: u64,
+    residence_total: f64,
+    gc_pauses: u64,
+    gc_time: f64,
+}
+
+impl ServerStats {
+    #[inline]
+    pub(crate) fn enter(&mut self, now: f64) {
+        self.arrivals += 1;
+        self.concurrency.add(now, 1.0);
+    }
+
+    #[inline]
+    pub(crate) fn leave(&mut self, now: f64, entered: f64, measuring: bool) {
+        self.concurrency.add(now, -1.0);
+        self.completions += 1;
+        self.residence += now - entered;
+        if measuring {
+            self.visits += 1;
+            self.residence_total += now - entered;
+        }
+    }
+
+    /// A garbage-collection pause began during the measured period.
+    pub(crate) fn gc_pause(&mut self, pause: f64) {
+        self.gc_pauses += 1;
+        self.gc_time += pause;
+    }
+}
+
+/// One request's accumulators on one tier: its columns of the request records.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct TierAcc {
+    /// Tier-local server of the first visit (−1: not visited).
+    pub(crate) server: i32,
+    pub(crate) visits: u32,
+    pub(crate) time: f64,
+    pub(crate) phases: [f64; 6],
+    pub(crate) db_requests: u32,
+}
+
+pub(crate) struct Observer {
+    /// After the warm-up: requests, visits and dispatches count from then on.
+    pub(crate) measuring: bool,
+    requests: RequestStats,
+    /// Requests in the system, and the measured ones' count and total time (Little).
+    in_system: TimeAvg,
+    little_count: u64,
+    little_time: f64,
+    series: TimeSeries,
+    window_start: f64,
+    records: Option<Records>,
+}
+
+impl Observer {
+    pub(crate) fn new(m: &Model) -> Self {
+        Observer {
+            measuring: false,
+            requests: RequestStats::new(m.types.len()),
+            in_system: TimeAvg::default(),
+            little_count: 0,
+            little_time: 0.0,
+            series: TimeSeries {
+                meta: columns(m),
+                ..Default::default()
+            },
+            window_start: 0.0,
+            records: m.run.records.then(|| Records {
+                tiers: m.tiers.iter().map(|_| TierColumns::default()).collect(),
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn request_started(&mut self, now: f64) {
+        self.in_system.add(now, 1.0);
+    }
+
+    /// A request finished with `status`; a measured one is counted and recorded.
+    #[inline]
+    pub(crate) fn request_finished(&mut self, now: f64, r: &Req, session: u64, status: Status) {
+        self.in_system.add(now, -1.0);
+        if !r.measured {
+            return;
+        }
+        let rt = now - r.start;
+        self.little_count += 1;
+        self.little_time += rt;
+        self.requests.record(r.ty as usize, status, rt);
+        if let Some(rec) = &mut self.records {
+            rec.id.push(r.id);
+            rec.session.push(session);
+            rec.rtype.push(r.ty);
+            rec.status.push(status as u8);
+            rec.start.push(r.start);
+            rec.end.push(now);
+            rec.retransmissions.push(r.retransmissions);
+            for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
+                col.server.push(acc.server);
+                col.visits.push(acc.visits);
+                col.time.push(acc.time);
+                for (c, v) in col.phases.iter_mut().zip(acc.phases) {
+                    c.push(v);
+                }
+                col.db_requests.push(acc.db_requests);
+            }
+        }
+    }
+
+    /// The warm-up ends: statistics over the measured period start now.
+    pub(crate) fn start_measuring(&mut self, v: &mut View) {
+        let now = v.now;
+        self.measuring = true;
+        self.in_system.start_measuring(now);
+        for sv in v.servers.iter_mut() {
+            for st in &mut sv.stations {
+                st.busy().start_measuring(now);
+            }
+            for p in &mut sv.pools {
+                p.busy.start_measuring(now);
+                p.queue.start_measuring(now);
+                p.rejected.total = 0;
+                p.dropped.total = 0;
+            }
+        }
+        for l in v.links.iter_mut() {
+            l.busy.start_measuring(now);
+        }
+        v.sessions.start_measuring();
+    }
+
+    /// Close the monitoring window that ends now: one row of the series.
+    pub(crate) fn close_window(&mut self, v: &mut View) {
+        let (now, start) = (v.now, self.window_start);
+        let len = now - start;
+        let row = &mut self.series.values;
+        for sv in v.servers.iter_mut() {
+            row.extend(server_window(&mut sv.stats, now, len));
+            for st in &mut sv.stations {
+                row.extend(station_window(st.busy(), now, len));
+            }
+            for p in &mut sv.pools {
+                row.extend(pool_window(p, now, len));
+            }
+        }
+        for l in v.links.iter_mut() {
+            row.extend(station_window(&mut l.busy, now, len));
+        }
+        self.series.window_start.push(start);
+        self.window_start = now;
+    }
+
+    /// The trace: the last (partial) window closed, the summary built.
+    pub(crate) fn finish(&mut self, mut v: View, interrupted: bool, events: u64) -> Output {
+        let now = v.now;
+        if now > self.window_start {
+            self.close_window(&mut v);
+        }
+        let m = v.m;
+        let span = (now - m.run.warmup).max(0.0);
+        let per_s = |x: f64| rate(x, span);
+        let type_names: Vec<String> = m.types.iter().map(|t| t.name.clone()).collect();
+        let overall = &self.requests.overall;
+        let summary = Summary {
+            source: "simulation".into(),
+            schema_version: SCHEMA_VERSION,
+            window: m.run.window,
+            seed: m.run.seed,
+            duration: m.run.duration,
+            warmup: m.run.warmup,
+            measured_seconds: span,
+            interrupted,
+            requests: overall.counts(),
+            in_flight_at_end: self.in_system.value() as u64,
+            throughput: per_s(overall.status[Status::Ok as usize] as f64),
+            response_time: overall.latency.percentiles(),
+            types: self.requests.types(&type_names, per_s),
+            tiers: tiers(&mut v, per_s),
+            links: m
+                .links
+                .iter()
+                .zip(v.links.iter_mut())
+                .map(|(spec, l)| {
+                    let utilization = per_s(l.busy.total_area(now));
+                    (spec.name.clone(), LinkSummary { utilization })
+                })
+                .collect(),
+            sessions: v.sessions.summary(per_s(1.0)),
+            little: Little {
+                mean_in_system: per_s(self.in_system.total_area(now)),
+                arrival_rate: per_s(self.little_count as f64),
+                mean_time_in_system: mean(self.little_time, self.little_count),
+            },
+            simulated_until: Some(now),
+            events: Some(events),
+            elapsed: None,
+            target: None,
+            errors: None,
+            bytes_received: None,
+            reconnects: None,
+        };
+        Output {
+            summary,
+            series: std::mem::take(&mut self.series),
+            records: self.records.take(),
+            type_names,
+            tier_names: m.tiers.iter().map(|t| t.name.clone()).collect(),
+        }
+    }
+}
+
+// ---- the series' columns: per kind, the metric names beside the values ------------
+
+const SERVER_METRICS: [&str; 4] = ["concurrency", "arrivals", "completions", "response_time"];
+
+fn server_window(s: &mut ServerStats, now: f64, len: f64) -> [f64; SERVER_METRICS.len()] {
+    let response_time = if s.completions > 0 {
+        s.residence / s.completions as f64
+    } else {
+        f64::NAN
+    };
+    let row = [
+        s.concurrency.close_window(now, len).0,
+        s.arrivals as f64,
+        s.completions as f64,
+        response_time,
+    ];
+    (s.arrivals, s.completions, s.residence) = (0, 0, 0.0);
+    row
+}
+
+/// Stations (CPU, disk) and shared links.
+const STATION_METRICS: [&str; 1] = ["utilization"];
+
+fn station_window(busy: &mut TimeAvg, now: f64, len: f64) -> [f64; STATION_METRICS.len()] {
+    [busy.close_window(now, len).0]
+}
+
+const POOL_METRICS: [&str; 5] = ["busy", "busy_max", "queued", "rejected", "dropped"];
+
+fn pool_window(p: &mut Pool, now: f64, len: f64) -> [f64; POOL_METRICS.len()] {
+    let (busy, busy_max) = p.busy.close_window(now, len);
+    [
+        busy,
+        busy_max,
+        p.queue.close_window(now, len).0,
+        p.rejected.take_window(),
+        p.dropped.take_window(),
+    ]
+}
+
+/// The series' columns, in the order `close_window` fills a row: per server (tiers in
+/// order) its own metrics, its stations', its pools'; then the links'.
+fn columns(m: &Model) -> Vec<SeriesMeta> {
+    let mut out = Vec::new();
+    let mut add = |tier: &str, server: usize, resource: &str, metrics: &[&'static str]| {
+        out.extend(metrics.iter().map(|&metric| SeriesMeta {
+            tier: tier.into(),
+            server: server as u32,
+            resource: resource.into(),
+            metric,
+        }))
+    };
+    for t in &m.tiers {
+        for s in 0..t.servers {
+            add(&t.name, s, "", &SERVER_METRICS);
+            for st in &t.stations {
+                add(&t.name, s, st.name(), &STATION_METRICS);
+            }
+            for p in &t.pools {
+                add(&t.name, s, &p.name, &POOL_METRICS);
+            }
+        }
+    }
+    for l in &m.links {
+        add("network", 0, &l.name, &STATION_METRICS);
+    }
+    out
+}
+
+// ---- the summary's tiers ------------------------------------------------------------
+
+fn tiers(v: &mut View, per_s: impl Fn(f64) -> f64 + Copy) -> BTreeMap<String, TierSummary> {
+    let now = v.now;
+    let mut out = BTreeMap::new();
+    for (ti, t) in v.m.tiers.iter().enumerate() {
+        let servers = v
+            .servers
+            .iter_mut()
+            .filter(|sv| sv.tier == ti)
+            .map(|sv| {
+                let s = &sv.stats;
+                ServerSummary {
+                    visits: Some(s.visits),
+                    throughput: Some(per_s(s.visits as f64)),
+                    mean_residence: Some(mean(s.residence_total, s.visits)),
+                    gc: Some(GcSummary {
+                        pauses: s.gc_pauses,
+                        pause_time: s.gc_time,
+                    }),
+                    stations: t
+                        .stations
+                        .iter()
+                        .zip(&mut sv.stations)
+                        .map(|(spec, st)| {
+                            let s = StationSummary {
+                                kind: spec.kind().into(),
+                                utilization: per_s(st.busy().total_area(now)),
+                            };
+                            (spec.name().to_string(), s)
+                        })
+                        .collect(),
+                    pools: t
+                        .pools
+                        .iter()
+                        .zip(&mut sv.pools)
+                        .map(|(spec, p)| {
+                            let s = PoolSummary {
+                                kind: spec.kind.name().into(),
+                                size: spec.size,
+                                mean_busy: per_s(p.busy.total_area(now)),
+                                mean_queued: per_s(p.queue.total_area(now)),
+                                rejected: p.rejected.total,
+                                dropped: p.dropped.total,
+                            };
+                            (spec.name.clone(), s)
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let tier = TierSummary {
+            position: ti,
+            servers,
+            dispatch: Some(v.clusters[ti].summary()),
+        };
+        out.insert(t.name.clone(), tier);
+    }
+    out
+}
