@@ -92,6 +92,8 @@ pub(crate) struct Observer {
     little_time: f64,
     series: TimeSeries,
     window_start: f64,
+    /// Windows closed that started after the warm-up.
+    measured_windows: u64,
     records: Option<Records>,
 }
 
@@ -108,6 +110,7 @@ impl Observer {
                 ..Default::default()
             },
             window_start: 0.0,
+            measured_windows: 0,
             records: m.run.records.then(|| Records {
                 tiers: m.tiers.iter().map(|_| TierColumns::default()).collect(),
                 ..Default::default()
@@ -161,10 +164,7 @@ impl Observer {
                 st.busy().start_measuring(now);
             }
             for p in &mut sv.pools {
-                p.busy.start_measuring(now);
-                p.queue.start_measuring(now);
-                p.rejected.total = 0;
-                p.dropped.total = 0;
+                p.start_measuring(now);
             }
         }
         for l in v.links.iter_mut() {
@@ -177,6 +177,9 @@ impl Observer {
     pub(crate) fn close_window(&mut self, v: &mut View) {
         let (now, start) = (v.now, self.window_start);
         let len = now - start;
+        // As the analyses select the series' measured windows: by their start.
+        let measured = start >= v.m.run.warmup;
+        self.measured_windows += measured as u64;
         let row = &mut self.series.values;
         for sv in v.servers.iter_mut() {
             row.extend(server_window(&mut sv.stats, now, len));
@@ -184,7 +187,7 @@ impl Observer {
                 row.extend(station_window(st.busy(), now, len));
             }
             for p in &mut sv.pools {
-                row.extend(pool_window(p, now, len));
+                row.extend(pool_window(p, now, len, measured));
             }
         }
         for l in v.links.iter_mut() {
@@ -219,7 +222,7 @@ impl Observer {
             throughput: per_s(overall.status[Status::Ok as usize] as f64),
             response_time: overall.latency.percentiles(),
             types: self.requests.types(&type_names, per_s),
-            tiers: tiers(&mut v, per_s),
+            tiers: tiers(&mut v, per_s, self.measured_windows),
             links: m
                 .links
                 .iter()
@@ -282,8 +285,11 @@ fn station_window(busy: &mut TimeAvg, now: f64, len: f64) -> [f64; STATION_METRI
 
 const POOL_METRICS: [&str; 5] = ["busy", "busy_max", "queued", "rejected", "dropped"];
 
-fn pool_window(p: &mut Pool, now: f64, len: f64) -> [f64; POOL_METRICS.len()] {
+fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_METRICS.len()] {
     let (busy, busy_max) = p.busy.close_window(now, len);
+    if measured && busy_max >= p.size() as f64 {
+        p.pinned_windows += 1;
+    }
     [
         busy,
         busy_max,
@@ -324,7 +330,12 @@ fn columns(m: &Model) -> Vec<SeriesMeta> {
 
 // ---- the summary's tiers ------------------------------------------------------------
 
-fn tiers(v: &mut View, per_s: impl Fn(f64) -> f64 + Copy) -> BTreeMap<String, TierSummary> {
+/// `windows`: the measured monitoring windows.
+fn tiers(
+    v: &mut View,
+    per_s: impl Fn(f64) -> f64 + Copy,
+    windows: u64,
+) -> BTreeMap<String, TierSummary> {
     let now = v.now;
     let mut out = BTreeMap::new();
     for (ti, t) in v.m.tiers.iter().enumerate() {
@@ -363,9 +374,14 @@ fn tiers(v: &mut View, per_s: impl Fn(f64) -> f64 + Copy) -> BTreeMap<String, Ti
                                 kind: spec.kind.name().into(),
                                 size: spec.size,
                                 mean_busy: per_s(p.busy.total_area(now)),
+                                busy_max: p.busy.total_max(),
                                 mean_queued: per_s(p.queue.total_area(now)),
+                                acquired: p.acquired,
+                                waited: p.waited,
+                                timed_out: p.timed_out,
                                 rejected: p.rejected.total,
                                 dropped: p.dropped.total,
+                                pinned: mean(p.pinned_windows as f64, windows),
                             };
                             (spec.name.clone(), s)
                         })

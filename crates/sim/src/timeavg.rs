@@ -1,5 +1,5 @@
 //! A piecewise-constant quantity (jobs, busy tokens, queue length) integrated over time,
-//! both per monitoring window and over the measured period.
+//! with its maximum, both per monitoring window and over the measured period.
 
 #[derive(Debug, Clone, Default)]
 pub struct TimeAvg {
@@ -8,6 +8,7 @@ pub struct TimeAvg {
     window_area: f64,
     window_max: f64,
     total_area: f64,
+    total_max: f64,
 }
 
 impl TimeAvg {
@@ -20,6 +21,9 @@ impl TimeAvg {
         self.value = value;
         if value > self.window_max {
             self.window_max = value;
+        }
+        if value > self.total_max {
+            self.total_max = value;
         }
     }
 
@@ -45,12 +49,18 @@ impl TimeAvg {
     pub fn start_measuring(&mut self, now: f64) {
         self.set(now, self.value);
         self.total_area = 0.0;
+        self.total_max = self.value;
     }
 
     /// Integral over the measured period, up to now.
     pub fn total_area(&mut self, now: f64) -> f64 {
         self.set(now, self.value);
         self.total_area
+    }
+
+    /// Maximum over the measured period.
+    pub fn total_max(&self) -> f64 {
+        self.total_max
     }
 }
 
@@ -66,5 +76,23 @@ mod tests {
         let (mean, max) = a.close_window(4.0, 4.0); // 1 on [3,4)
         assert_eq!((mean, max), ((0.0 + 4.0 + 1.0) / 4.0, 2.0));
         assert_eq!(a.total_area(5.0), 6.0);
+        assert_eq!(a.total_max(), 2.0);
+    }
+
+    #[test]
+    fn the_measured_maximum_forgets_the_warm_up() {
+        let mut a = TimeAvg::default();
+        a.set(0.0, 5.0);
+        a.set(1.0, 3.0);
+        a.start_measuring(2.0);
+        assert_eq!(a.total_max(), 3.0, "the level at the start counts");
+        a.set(3.0, 4.0);
+        a.set(4.0, 1.0);
+        assert_eq!(a.total_max(), 4.0);
+        assert_eq!(
+            a.close_window(5.0, 5.0).1,
+            5.0,
+            "the window's maximum is unchanged"
+        );
     }
 }

@@ -138,14 +138,23 @@ pub struct PoolSummary {
     /// "threads", "connections" or "other".
     pub kind: String,
     pub size: u32,
-    /// Time-averaged tokens held.
+    /// Time-averaged tokens held, and the most held at once.
     pub mean_busy: f64,
+    pub busy_max: f64,
     /// Time-averaged waiters.
     pub mean_queued: f64,
+    /// Tokens granted, at once or after waiting.
+    pub acquired: u64,
+    /// Requests that joined the queue (granted later or not).
+    pub waited: u64,
+    /// Waiters whose timeout expired (also counted in `rejected`).
+    pub timed_out: u64,
     /// Timed out, or refused for lack of room to wait.
     pub rejected: u64,
     /// Connection attempts dropped by a full pool with retransmission.
     pub dropped: u64,
+    /// Share of the measured windows in which every token was held at some point.
+    pub pinned: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]
