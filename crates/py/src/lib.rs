@@ -35,11 +35,11 @@ fn simulate<'py>(
 }
 
 /// Drive a live HTTP target with the load described by `config_json` (built by
-/// `tierlab.live.load`). Returns the same dict as `simulate`; `progress(fraction,
+/// `tierlab.live.loadgen`). Returns the same dict as `simulate`; `progress(fraction,
 /// finished, failed)` is called every 0.1 s.
 #[pyfunction]
 #[pyo3(signature = (config_json, progress=None))]
-fn load<'py>(
+fn generate_load<'py>(
     py: Python<'py>,
     config_json: &str,
     progress: Option<Py<PyAny>>,
@@ -51,7 +51,7 @@ fn load<'py>(
     })
 }
 
-/// The JSON Schema of the summary both `simulate` and `load` return (JSON text).
+/// The JSON Schema of the summary both `simulate` and `generate_load` return (JSON text).
 #[pyfunction]
 fn summary_schema() -> String {
     trace::summary_schema()
@@ -170,7 +170,7 @@ fn to_python<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
-    m.add_function(wrap_pyfunction!(load, m)?)?;
+    m.add_function(wrap_pyfunction!(generate_load, m)?)?;
     m.add_function(wrap_pyfunction!(summary_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;

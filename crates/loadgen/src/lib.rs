@@ -25,7 +25,7 @@ pub struct Progress {
     pub failed: u64,
 }
 
-/// Run the load described by `config_json` (see `tierlab.live.load`). `tick` is called
+/// Run the load described by `config_json` (see `tierlab.live.loadgen`). `tick` is called
 /// every 100 ms; returning false stops the run early (Ctrl-C), keeping what was measured.
 pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<Output, String> {
     let cfg = Config::from_json(config_json)?;
