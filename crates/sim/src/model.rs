@@ -402,3 +402,95 @@ impl Model {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    /// A small valid engine model: one tier, one pool, one request type.
+    fn valid() -> Value {
+        let exp = json!({"kind": "exponential", "mean": 0.01, "max": null});
+        json!({
+            "tiers": [{
+                "name": "app",
+                "servers": 1,
+                "dispatch": {
+                    "policy": {"policy": "round_robin"}, "dispatchers": 1,
+                    "hierarchical": false, "sync_interval": 0.05, "sync_delay": 0.0,
+                    "queue": 10, "queue_timeout": 1.0,
+                },
+                "pools": [{
+                    "name": "threads", "kind": "threads", "size": 4, "timeout": null,
+                    "max_queue": null, "discipline": "fifo",
+                }],
+                "stations": [{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}],
+            }],
+            "types": [{
+                "name": "home",
+                "priority": 0,
+                "programs": [[
+                    {"op": "acquire", "pool": 0},
+                    {"op": "cpu", "station": 0, "demand": exp},
+                    {"op": "release", "pool": 0},
+                ]],
+            }],
+            "workload": {
+                "entry_tier": 0,
+                "population": {"kind": "closed", "clients": 2},
+                "chain": {"roles": [{"kind": "request", "type": 0}], "start": 0, "matrix": [[1.0]]},
+                "think": exp,
+                "weight": {"kind": "constant", "value": 1.0},
+                "end": {"kind": "chain"},
+            },
+            "run": {"duration": 10.0, "warmup": 1.0, "seed": 1, "window": 0.1, "records": false},
+        })
+    }
+
+    /// The error for the valid model changed by `edit`.
+    fn error(edit: impl FnOnce(&mut Value)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        Model::from_json(&m.to_string()).expect_err("a bad model is refused")
+    }
+
+    #[test]
+    fn a_valid_model_passes() {
+        Model::from_json(&valid().to_string()).unwrap();
+    }
+
+    #[test]
+    fn bad_models_get_an_error_naming_the_problem() {
+        let e = error(|m| m["tiers"][0]["servers"] = json!(0));
+        assert!(e.contains("tier app: servers must be ≥ 1"), "{e}");
+
+        let e = error(|m| m["run"]["warmup"] = json!(10.0));
+        assert!(e.contains("run: need duration > warmup"), "{e}");
+
+        let e = error(|m| m["types"][0]["programs"][0][2]["pool"] = json!(1));
+        assert!(
+            e.contains("type home, tier app") && e.contains("Release { pool: 1 }"),
+            "{e}"
+        );
+
+        let e = error(|m| m["workload"]["chain"]["matrix"] = json!([[1.0, 0.0]]));
+        assert!(e.contains("workload.chain: matrix must be square"), "{e}");
+
+        let e = error(|m| m["workload"]["chain"]["roles"][0]["type"] = json!(5));
+        assert!(
+            e.contains("a state names a type with no entry-tier program"),
+            "{e}"
+        );
+
+        let e =
+            error(|m| m["workload"]["burst"] = json!({"factor": [1.0, 0.0], "leave": [1.0, 1.0]}));
+        assert!(e.contains("workload.burst"), "{e}");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_by_name() {
+        let e = error(|m| m["run"]["seeed"] = json!(2));
+        assert!(e.contains("unknown field `seeed`"), "{e}");
+    }
+}

@@ -144,3 +144,115 @@ impl Navigator {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+    use crate::dist::Dist;
+    use crate::spec::{Chain, Population};
+
+    const A: StateRole = StateRole::Request(0);
+    const B: StateRole = StateRole::Request(1);
+
+    /// A workload on a chain whose rows are given as the one state each state goes to.
+    fn workload(roles: Vec<StateRole>, to: &[usize], end: SessionEnd) -> Workload {
+        let n = roles.len();
+        let matrix = to
+            .iter()
+            .map(|&j| (0..n).map(|k| (k == j) as u8 as f64).collect())
+            .collect();
+        Workload {
+            entry_tier: 0,
+            population: Population::Closed { clients: 1 },
+            chain: Chain {
+                roles,
+                start: 0,
+                matrix,
+            },
+            think: Dist::Constant { value: 0.0 },
+            weight: Dist::Constant { value: 1.0 },
+            burst: None,
+            end,
+        }
+    }
+
+    /// The request types a session issues (at most 20), `next` being called at the
+    /// times in `times` (0 once they run out).
+    fn session(w: &Workload, times: &[f64]) -> Vec<usize> {
+        let (nav, mut walk) = (Navigator::new(w), Walk::default());
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        nav.begin(w, &mut walk, &mut rng, 0.0);
+        let mut next = nav.first(w, &mut walk, &mut rng, 0.0);
+        let (mut out, mut times) = (Vec::new(), times.iter());
+        while let Some(ty) = next {
+            out.push(ty);
+            if out.len() == 20 {
+                break;
+            }
+            let now = times.next().copied().unwrap_or(0.0);
+            next = nav.next(w, &mut walk, &mut rng, now);
+        }
+        out
+    }
+
+    #[test]
+    fn an_end_state_ends_the_session() {
+        let w = workload(vec![A, B, StateRole::End], &[1, 2, 2], SessionEnd::Chain);
+        assert_eq!(session(&w, &[]), [0, 1]);
+    }
+
+    #[test]
+    fn an_entry_state_issues_nothing_and_passes_through() {
+        let w = workload(
+            vec![StateRole::Entry, B, StateRole::End],
+            &[1, 2, 2],
+            SessionEnd::Chain,
+        );
+        assert_eq!(session(&w, &[]), [1]);
+        // A chain of Entry states that never reaches a page ends the session.
+        let w = workload(vec![StateRole::Entry], &[0], SessionEnd::Chain);
+        assert_eq!(session(&w, &[]), Vec::<usize>::new());
+    }
+
+    #[test]
+    fn back_reissues_the_previous_page_and_ends_with_an_empty_history() {
+        let (c, back) = (StateRole::Request(2), StateRole::Back);
+        // A → B → C → BACK: B again (not the start), then C, BACK, B, …
+        let w = workload(vec![A, B, c, back], &[1, 2, 3, 3], SessionEnd::Chain);
+        assert_eq!(session(&w, &[])[..7], [0, 1, 2, 1, 2, 1, 2]);
+        // A → BACK: no page before A, the session ends.
+        let w = workload(vec![A, back], &[1, 1], SessionEnd::Chain);
+        assert_eq!(session(&w, &[]), [0]);
+    }
+
+    #[test]
+    fn after_requests_ends_the_session_at_the_drawn_count() {
+        let count = Dist::Constant { value: 3.0 };
+        let w = workload(vec![A], &[0], SessionEnd::AfterRequests { count });
+        assert_eq!(session(&w, &[]), [0, 0, 0]);
+    }
+
+    #[test]
+    fn after_time_ends_at_the_first_entry_into_at_state_past_the_deadline() {
+        let duration = Dist::Constant { value: 10.0 };
+        let end = |at_state| SessionEnd::AfterTime {
+            duration: duration.clone(),
+            at_state,
+        };
+        // A ⇄ B, deadline at t = 10; `next` is called at t = 5, 11, 12.
+        let w = workload(vec![A, B], &[1, 0], end(Some(1)));
+        assert_eq!(
+            session(&w, &[5.0, 11.0, 12.0]),
+            [0, 1, 0],
+            "A past the deadline is not B"
+        );
+        let w = workload(vec![A, B], &[1, 0], end(None));
+        assert_eq!(
+            session(&w, &[5.0, 11.0]),
+            [0, 1],
+            "without at_state: at once"
+        );
+    }
+}
