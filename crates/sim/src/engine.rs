@@ -826,7 +826,7 @@ impl Sim {
     fn finish_request(&mut self, slot: u32, status: Status) {
         let r = &self.reqs[slot as usize];
         self.obs
-            .request_finished(self.now, r, self.sessions.id(r.session), status);
+            .request_finished(self.now, r, &self.sessions, status);
         let session = r.session;
         self.free_reqs.push(slot);
         self.request_done(session);

@@ -125,7 +125,7 @@ impl Observer {
 
     /// A request finished with `status`; a measured one is counted and recorded.
     #[inline]
-    pub(crate) fn request_finished(&mut self, now: f64, r: &Req, session: u64, status: Status) {
+    pub(crate) fn request_finished(&mut self, now: f64, r: &Req, s: &Sessions, status: Status) {
         self.in_system.add(now, -1.0);
         if !r.measured {
             return;
@@ -136,7 +136,7 @@ impl Observer {
         self.requests.record(r.ty as usize, status, rt);
         if let Some(rec) = &mut self.records {
             rec.id.push(r.id);
-            rec.session.push(session);
+            rec.session.push(s.id(r.session));
             rec.rtype.push(r.ty);
             rec.status.push(status as u8);
             rec.start.push(r.start);

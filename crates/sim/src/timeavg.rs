@@ -8,7 +8,11 @@ pub struct TimeAvg {
     window_area: f64,
     window_max: f64,
     total_area: f64,
+    /// Maximum over the measured period's closed windows. Kept per window, not per
+    /// change: the window open at the warm-up's end splits its maximum into `before`
+    /// (the warm-up's part, for the series only) and `window_max` (the measured part).
     total_max: f64,
+    before: f64,
 }
 
 impl TimeAvg {
@@ -21,9 +25,6 @@ impl TimeAvg {
         self.value = value;
         if value > self.window_max {
             self.window_max = value;
-        }
-        if value > self.total_max {
-            self.total_max = value;
         }
     }
 
@@ -39,9 +40,11 @@ impl TimeAvg {
     /// (time average, maximum) over the window ending now; starts the next window.
     pub fn close_window(&mut self, now: f64, length: f64) -> (f64, f64) {
         self.set(now, self.value);
-        let out = (self.window_area / length, self.window_max);
+        let out = (self.window_area / length, self.window_max.max(self.before));
+        self.total_max = self.total_max.max(self.window_max);
         self.window_area = 0.0;
         self.window_max = self.value;
+        self.before = 0.0;
         out
     }
 
@@ -49,6 +52,8 @@ impl TimeAvg {
     pub fn start_measuring(&mut self, now: f64) {
         self.set(now, self.value);
         self.total_area = 0.0;
+        self.before = self.window_max;
+        self.window_max = self.value;
         self.total_max = self.value;
     }
 
@@ -58,9 +63,9 @@ impl TimeAvg {
         self.total_area
     }
 
-    /// Maximum over the measured period.
+    /// Maximum over the measured period, up to now.
     pub fn total_max(&self) -> f64 {
-        self.total_max
+        self.total_max.max(self.window_max)
     }
 }
 

@@ -48,6 +48,7 @@ impl Phases {
     }
 
     /// How long a visit to `phase` lasts: exponential with mean 1 / leave[phase].
+    #[inline]
     pub fn sojourn(&self, phase: usize, rng: &mut Streams) -> f64 {
         let leave = self.leave.expect("sojourn of an unmodulated workload");
         let x: f64 = Exp1.sample(rng.get(Stream::Arrivals));
@@ -62,6 +63,7 @@ impl Phases {
 
     /// The gap to the next session arrival of an open population of base `rate`
     /// (sessions per second) in `phase`. Memoryless, so a phase switch may redraw it.
+    #[inline]
     pub fn arrival_gap(&self, rate: f64, phase: usize, rng: &mut Streams) -> f64 {
         let x: f64 = Exp1.sample(rng.get(Stream::Arrivals));
         x / (rate * self.factor[phase])
@@ -70,6 +72,7 @@ impl Phases {
     /// What is left of a think time, `remaining` seconds at the clock rate of phase
     /// `from`, once the clock runs at the rate of phase `to` (exact for exponential
     /// think times; no client sits out a burst in a think drawn before it).
+    #[inline]
     pub fn rescale(&self, remaining: f64, from: usize, to: usize) -> f64 {
         remaining * (self.factor[from] / self.factor[to])
     }
