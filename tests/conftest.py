@@ -26,7 +26,7 @@ def free_ports(n: int = 2) -> tuple[int, ...]:
 
 
 @contextmanager
-def testbed_up(db: str, workdir: Path):
+def running_testbed(db: str, workdir: Path):
     """A live testbed (the bookstore on `db`) for the duration of the block."""
     from tierlab.live import testbed
 

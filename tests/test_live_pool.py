@@ -86,3 +86,64 @@ def test_application_exceptions_leak_no_connection(caching, tmp_path):
     assert tier.counts == {"ok": 20, "rejected": 0, "timeout": 0, "error": 40}
     rows = sqlite3.connect(db).execute("SELECT COUNT(*), SUM(x < 0) FROM t").fetchone()
     assert rows == (60, 0)  # every access committed; every failed transaction rolled back
+
+
+def test_many_waiters_with_timeouts_and_resizes_lose_no_wake_up():
+    """A freed token wakes the first waiter only, which passes the turn on: with waiters
+    of mixed priorities timing out and the pool resized under them, no token is
+    over-issued and no waiter sleeps through a free token (it would wake only at its
+    5 s timeout)."""
+    pool = TokenPool("connections", 2, timeout=5)
+    lock = threading.Lock()
+    inside, peak, served, given_up, longest = 0, 0, 0, 0, 0.0
+
+    def worker(k):
+        nonlocal inside, peak, served, given_up, longest
+        for i in range(40):
+            short = (k * 7 + i) % 5 == 0
+            t = time.monotonic()
+            try:
+                pool.acquire(priority=(k + i) % 3, timeout=0.0005 if short else 5)
+            except PoolRejected:
+                with lock:
+                    given_up += 1
+                continue
+            with lock:
+                longest = max(longest, time.monotonic() - t)
+                inside += 1
+                peak = max(peak, inside)
+            time.sleep(0.0002)
+            with lock:
+                inside -= 1
+                served += 1
+            pool.release()
+
+    workers = [threading.Thread(target=worker, args=(k,)) for k in range(12)]
+    for w in workers:
+        w.start()
+    for size in (3, 1, 2):
+        time.sleep(0.05)
+        pool.resize(size)
+    for w in workers:
+        w.join()
+    assert longest < 2.5, longest  # every wait ended by a token, none by sleeping out 5 s
+    assert peak <= 3 and served + given_up == 12 * 40 and served > 300
+    s = pool.sample()
+    assert s["busy"] == 0 and s["queued"] == 0 and s["acquired"] == served and s["rejected"] == given_up
+
+
+def test_a_resize_admits_every_waiter_that_now_fits():
+    pool = TokenPool("threads", 1, timeout=5)
+    pool.acquire()
+    got = [threading.Event() for _ in range(3)]
+    waiters = [threading.Thread(target=lambda e=e: (pool.acquire(), e.set())) for e in got]
+    for w in waiters:
+        w.start()
+    time.sleep(0.05)
+    pool.resize(3)  # two more fit: the first waiter, woken, wakes the second
+    assert got[0].wait(2) and got[1].wait(2) and not got[2].wait(0.1)
+    pool.release()  # the third now fits
+    assert got[2].wait(2)
+    for w in waiters:
+        w.join()
+    assert pool.busy == 3

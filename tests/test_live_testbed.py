@@ -13,7 +13,7 @@ import pytest
 from tierlab import PHASES
 from tierlab.live import testbed
 
-from conftest import MAPPING, ROOT, chain_mix, live_model, mix_distance, testbed_up
+from conftest import MAPPING, ROOT, chain_mix, live_model, mix_distance, running_testbed
 
 PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 
@@ -30,7 +30,7 @@ def bed(request, tmp_path_factory):
         pytest.skip("PostgreSQL is not installed and cannot be (not root); CI installs it")
     # PostgreSQL's data must be reachable by its own user: under the project, as users run it.
     workdir = (ROOT / ".tierlab" / "test" / "live") if request.param == "postgres" else tmp_path_factory.mktemp("sqlite") / "live"
-    with testbed_up(request.param, workdir) as bed:
+    with running_testbed(request.param, workdir) as bed:
         yield bed
 
 
@@ -119,3 +119,48 @@ def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
     ]
     seen = sweep(live_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
     assert seen == [(3, 2, 1), (6, 4, 101)]  # a Search asks 101 times without request caching
+
+
+def test_cross_tier_priority_serves_the_prioritised_type_first_and_starves_no_other(bed):
+    """CTP (Wang et al.), set from the model as in a simulation: the connection pool's
+    `queue: priority` and the request types' `priority`. One connection with a queue of
+    waiters for it; Item (PROD: one connection request, about 1% of them, so it alone
+    cannot saturate the connection) ranked first, every other type after it. Under FIFO
+    an Item's access waits behind the whole queue (Q waiters); under CTP behind the
+    access in progress (and the rare other Item): about 1/Q of FIFO's wait. Q ≥ 4 is
+    checked, so < 0.5 leaves the mechanism a margin of two or more on a busy machine.
+    Sixteen browsers without think time keep Q near 14 and a Search (101 accesses) at
+    about a second, so every type keeps completing within the 4 s measured. (With 30
+    browsers all would soon sit in Searches, moving in waves longer than the run.)"""
+    base = {
+        "workload.population": {"clients": 16},
+        "workload.think": 0.0,
+        "run.duration": 4,
+        "run.warmup": 1,
+        "tiers.app.pools.threads.size": 24,
+        "tiers.app.pools.db.size": 1,
+    }
+    ranks = {f"requests.{t}.priority": 1 for t in live_model().spec.requests} | {"requests.PROD.priority": 0}
+
+    def measure(queue: str):
+        trace = bed.run(live_model(**base, **ranks, **{"tiers.app.pools.db.queue": queue}), MAPPING)
+        r = trace.requests
+        db = r[r["app.db_requests"] > 0]
+        item = db.type == "PROD"
+        per_request = lambda x: x["app.wait_db"].sum() / x["app.db_requests"].sum()  # noqa: E731
+        waiting = trace.summary["tiers"]["app"]["servers"][0]["pools"]["db"]["mean_queued"]
+        return r, per_request(db[item]), per_request(db[~item]), waiting
+
+    r_fifo, fifo, fifo_rest, queue = measure("fifo")
+    r_ctp, ctp, ctp_rest, _ = measure("priority")
+    print(
+        f"CTP {bed.state.kind}: PROD waits {1e3 * fifo:.2f} ms (FIFO) → {1e3 * ctp:.2f} ms (CTP) per connection request, "
+        f"the rest {1e3 * fifo_rest:.2f} → {1e3 * ctp_rest:.2f} ms; FIFO queue {queue:.1f}"
+    )
+    assert queue >= 4, f"the connection was not overloaded (mean queue {queue:.1f} under FIFO)"
+    assert ctp < 0.5 * fifo, (fifo, ctp)
+    # Nothing starves: all answered, and every type FIFO completed (same seed, same walks) completes.
+    assert (r_ctp.status == "ok").all(), r_ctp.status.value_counts()
+    done_fifo, done_ctp = r_fifo.type.value_counts(), r_ctp.type.value_counts()
+    assert all(done_ctp[t] > 0 for t in done_fifo[done_fifo >= 5].index), (done_fifo.to_dict(), done_ctp.to_dict())
+    assert done_ctp["SRES"] >= 0.5 * done_fifo["SRES"], (done_fifo["SRES"], done_ctp["SRES"])

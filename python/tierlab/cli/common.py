@@ -46,6 +46,29 @@ def live_tick(bar: Progress, task: Any) -> Callable[..., None]:
     return tick
 
 
+def execute(label: str, description: str, run: Callable[[Callable[..., None]], Any], out_dir: str, quiet: bool, counts: bool = True) -> Path:
+    """Run `run(progress)` — a simulation or a live run — under a progress bar, write
+    its trace to `out_dir` (on Ctrl-C, what was measured until then) and print its
+    summary; exit with 130 if it was interrupted."""
+    from ..report.summary import print_summary
+    from ..run import RunInterrupted
+
+    with run_progress(label, quiet, counts) as bar:
+        task = bar.add_task(description, total=1.0, counts="")
+        try:
+            trace, stopped = run(live_tick(bar, task)), False
+        except RunInterrupted as e:
+            trace, stopped = e.result, True
+    folder = trace.write(out_dir)
+    if not quiet:
+        print_summary(trace, out)
+    if stopped:
+        err.print(f"[yellow]interrupted[/] at t = {trace.end:.1f} s; wrote what was measured to {folder}")
+        sys.exit(130)
+    err.print(f"trace written to [bold]{folder}[/]")
+    return folder
+
+
 def options(*decorators: Callable) -> Callable:
     """Apply click options in the order listed (one list shared by several commands)."""
 

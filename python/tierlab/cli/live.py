@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import err, live_tick, options, out, run_progress
+from .common import err, execute, options
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 
 
@@ -29,35 +29,9 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet) -> None:
     """Run MODEL's workload against a live HTTP server and write the trace to --out."""
     from ..live import generate_load
-    from ..report.summary import print_summary
-    from ..run import RunInterrupted
 
-    with run_progress("loading", quiet) as bar:
-        task = bar.add_task(target or "", total=1.0, counts="")
-        try:
-            trace = generate_load(
-                model,
-                mapping,
-                target=target,
-                duration=duration,
-                warmup=warmup,
-                seed=seed,
-                clients=clients,
-                session_rate=session_rate,
-                records=records,
-                workers=workers,
-                progress=live_tick(bar, task),
-            )
-            stopped = False
-        except RunInterrupted as e:
-            trace, stopped = e.result, True
-    folder = trace.write(out_dir)
-    if not quiet:
-        print_summary(trace, out)
-    if stopped:
-        err.print(f"[yellow]interrupted[/] after {trace.summary['elapsed']:.1f} s; wrote what was measured to {folder}")
-        sys.exit(130)
-    err.print(f"trace written to [bold]{folder}[/]")
+    load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers)
+    execute("loading", target or "", lambda tick: generate_load(model, mapping, target=target, progress=tick, **load_args), out_dir, quiet)
 
 
 HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
@@ -160,26 +134,11 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
     timeouts, caching, priorities), then one measured load; the trace has the simulator's
     schema (client records joined with the server's phases, its series, the monitor's)."""
     from ..live import testbed
-    from ..report.summary import print_summary
 
     bed = testbed.Testbed(workdir)
-    with run_progress("measuring", quiet) as bar:
-        task = bar.add_task(bed.state.target, total=1.0, counts="")
-        trace = bed.run(
-            model,
-            _mapping(model, mapping),
-            tier,
-            duration=duration,
-            warmup=warmup,
-            seed=seed,
-            clients=clients,
-            session_rate=session_rate,
-            progress=live_tick(bar, task),
-        )
-    folder = trace.write(out_dir)
-    if not quiet:
-        print_summary(trace, out)
-    err.print(f"trace written to [bold]{folder}[/] (analyse it with `tierlab analyze profile {folder}`)")
+    load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate)
+    folder = execute("measuring", bed.state.target, lambda tick: bed.run(model, _mapping(model, mapping), tier, progress=tick, **load_args), out_dir, quiet)
+    err.print(f"analyse it with `tierlab analyze profile {folder}` (or bottleneck, fluctuations)")
 
 
 LIVE_RUNS = (

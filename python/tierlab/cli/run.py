@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import click
 
-from .common import err, out, run_progress
+from .common import execute, out
 
 
 @click.command("simulate")
@@ -23,24 +22,17 @@ from .common import err, out, run_progress
 def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
     """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
     from ..model import load_model
-    from ..report.summary import print_summary
-    from ..run import RunInterrupted, simulate
+    from ..run import simulate
 
     loaded = load_model(model)
-    with run_progress("simulating", quiet, counts=False) as bar:
-        task = bar.add_task(loaded.spec.name, total=1.0)
-        try:
-            trace = simulate(loaded, seed=seed, duration=duration, warmup=warmup, records=records, progress=lambda f: bar.update(task, completed=f))
-            stopped = False
-        except RunInterrupted as e:
-            trace, stopped = e.result, True
-    folder = trace.write(out_dir)
-    if not quiet:
-        print_summary(trace, out)
-    if stopped:
-        err.print(f"[yellow]interrupted[/] at t = {trace.end:.1f} s; wrote what was measured to {folder}")
-        sys.exit(130)
-    err.print(f"trace written to [bold]{folder}[/]")
+    execute(
+        "simulating",
+        loaded.spec.name,
+        lambda tick: simulate(loaded, seed=seed, duration=duration, warmup=warmup, records=records, progress=tick),
+        out_dir,
+        quiet,
+        counts=False,
+    )
 
 
 @click.command("schema")

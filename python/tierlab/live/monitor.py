@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -45,43 +46,56 @@ class Monitor:
         except psutil.Error:
             return []
 
-    def _read(self, pid: int) -> np.ndarray:
-        """Cumulative CPU user, system, disk ops; current sockets, processes, threads."""
-        out = np.zeros(6)
-        procs = self._tree(pid)
-        for p in procs:
-            try:
-                with p.oneshot():
-                    cpu = p.cpu_times()
-                    out[0] += cpu.user
-                    out[1] += cpu.system
-                    try:
-                        io = p.io_counters()
-                        out[2] += io.read_count + io.write_count
-                    except (psutil.AccessDenied, AttributeError):
-                        pass
-                    out[3] += len(p.net_connections(kind="tcp"))
-                    out[5] += p.num_threads()
-            except psutil.Error:
-                continue  # ended between the listing and the read
-        out[4] = len(procs)
+    def _read(self) -> dict[str, np.ndarray]:
+        """Per role: cumulative CPU user, system, disk ops; current sockets, processes,
+        threads. The sockets come from one system-wide listing, not one per process
+        (PostgreSQL runs a process per connection: per-process listings made a sample
+        take longer than its window)."""
+        trees = {role: self._tree(pid) for role, pid in self.roles.items()}
+        try:
+            sockets = Counter(c.pid for c in psutil.net_connections(kind="tcp"))
+        except psutil.AccessDenied:
+            sockets = Counter()
+        out = {}
+        for role, procs in trees.items():
+            v = np.zeros(6)
+            for p in procs:
+                try:
+                    with p.oneshot():
+                        cpu = p.cpu_times()
+                        v[0] += cpu.user
+                        v[1] += cpu.system
+                        try:
+                            io = p.io_counters()
+                            v[2] += io.read_count + io.write_count
+                        except (psutil.AccessDenied, AttributeError):
+                            pass
+                        v[3] += sockets[p.pid]
+                        v[5] += p.num_threads()
+                except psutil.Error:
+                    continue  # ended between the listing and the read
+            v[4] = len(procs)
+            out[role] = v
         return out
 
     def _run(self) -> None:
-        last = {role: self._read(pid) for role, pid in self.roles.items()}
-        k = 0
+        """Sample at every window boundary. The rates are over the time that really
+        passed since the last sample; a sample that came late (a busy machine) covers
+        every window since the last one with its rates, so no window is missing."""
+        last, last_window = self._read(), 0
+        last_t = time.monotonic()
         while not self._stop.is_set():
-            k += 1
-            wake = self.t0 + k * self.window
-            self._stop.wait(max(0.0, wake - time.monotonic()))
-            t = (k - 1) * self.window
-            for role, pid in self.roles.items():
-                now = self._read(pid)
-                rates = (now[:3] - last[role][:3]) / self.window
-                last[role] = now
-                for metric, value in zip(METRICS, [*rates, *now[3:]]):
-                    self.rows.append((t, role, 0, "", metric, float(value)))
-                self.rows.append((t, role, 0, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
+            self._stop.wait(max(0.0, self.t0 + (last_window + 1) * self.window - time.monotonic()))
+            now, now_t = self._read(), time.monotonic()
+            window = max(last_window + 1, int((now_t - self.t0) / self.window))
+            for role, v in now.items():
+                rates = (v[:3] - last[role][:3]) / max(now_t - last_t, 1e-6)
+                for i in range(last_window, window):
+                    t = i * self.window
+                    for metric, value in zip(METRICS, [*rates, *v[3:]]):
+                        self.rows.append((t, role, 0, "", metric, float(value)))
+                    self.rows.append((t, role, 0, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
+            last, last_t, last_window = now, now_t, window
 
     def frame(self, until: float | None = None) -> pd.DataFrame:
         """The rows as a trace series; `until`: only windows starting before it."""

@@ -25,6 +25,7 @@ import pandas as pd
 from ..errors import InputError
 from ..model import LoadedModel, load_model
 from ..model.pools import PoolSetting
+from ..run.interrupt import RunInterrupted
 from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
@@ -265,7 +266,8 @@ class Testbed:
     def run(self, model: str | Path | dict | LoadedModel, mapping, tier: str | None = None, **load_args) -> Trace:
         """Execute the model on the testbed: its pools set on the server (`apply`), then
         one load (`generate_load`'s arguments) with the server observed and the
-        resource monitor on. Returns the trace in the simulator's schema."""
+        resource monitor on. Returns the trace in the simulator's schema; Ctrl-C raises
+        RunInterrupted with what was measured until then, the server's side joined."""
         loaded = load_model(model)
         setting = self.apply(loaded, tier)
         names = list(loaded.spec.tiers)
@@ -280,11 +282,16 @@ class Testbed:
         self.admin.observe(origin, window)
         pids = {app if role == "app" else db: pid for role, pid in self._pids().items()}
         with Monitor(pids, window, origin) as mon:
-            trace = generate_load(loaded, mapping, target=self.state.target, **load_args)
+            try:
+                trace, stopped = generate_load(loaded, mapping, target=self.state.target, **load_args), None
+            except RunInterrupted as e:  # Ctrl-C: the server's side of what was measured is still joined
+                trace, stopped = e.result, e
         s = trace.summary
         period = Period(window, s["warmup"], s["elapsed"] or 0.0)
         self.wait_idle()  # this run's own last requests finish and are recorded
         records, windows = self.admin.drain(period.n)
+        if not records.empty:  # a request of an earlier run that outlived wait_idle would join by id
+            records = records[records.start >= origin]
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
         sizes = {p: v["size"] for p, v in self.admin.metrics()["pools"].items()}
@@ -300,6 +307,8 @@ class Testbed:
         s["tiers"] = tiers
         if trace.requests is not None:
             trace.requests = join_server_records(trace.requests, records, app)
+        if stopped is not None:
+            raise RunInterrupted(trace) from stopped
         return trace
 
 

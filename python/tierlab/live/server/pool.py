@@ -38,8 +38,12 @@ class TokenPool:
             raise ValueError(f"{name}: size must be ≥ 1, got {size}")
         self.name, self.size, self.timeout, self.max_queue = name, size, timeout, max_queue
         self.busy = 0
-        self._cv = threading.Condition()
-        self._waiters: list = []  # heap of (priority, ticket)
+        self._lock = threading.Lock()
+        # Heap of (priority, ticket, condition): each waiter sleeps on a condition of its
+        # own (sharing the pool's lock), so a freed token wakes the head alone — not
+        # every waiter, who would all wake, contend for the lock and the GIL, and sleep
+        # again (with W waiters, each handoff cost O(W) wake-ups before the head ran).
+        self._waiters: list = []
         self._tickets = itertools.count()
         self.rejected = 0
         self.acquired = 0
@@ -47,7 +51,7 @@ class TokenPool:
 
     def observe(self, origin: float, window: float) -> None:
         """Start the per-window observation afresh at `origin` (monotonic seconds)."""
-        with self._cv:
+        with self._lock:
             self._busy = Level(origin, window, self.busy)
             self._queued = Level(origin, window, len(self._waiters))
             self._events = {e: Counts(origin, window) for e in EVENTS}
@@ -65,31 +69,37 @@ class TokenPool:
 
     def acquire(self, priority: int = 0, timeout: float | None = None) -> None:
         timeout = self.timeout if timeout is None else timeout
-        with self._cv:
+        with self._lock:
             now = time.monotonic()
             if self.busy < self.size and not self._waiters:
                 self._grant(now)
                 return
             if self.max_queue is not None and len(self._waiters) >= self.max_queue:
                 raise self._reject(now, f"{self.max_queue} already waiting", timed_out=False)
-            entry = (priority, next(self._tickets))
+            entry = (priority, next(self._tickets), threading.Condition(self._lock))
             heapq.heappush(self._waiters, entry)
             self._events["waited"].add(now)
             self._levels(now)
             deadline = now + timeout
-            while not (self.busy < self.size and self._waiters[0] == entry):
+            while not (self.busy < self.size and self._waiters[0] is entry):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self._waiters.remove(entry)
                     heapq.heapify(self._waiters)
                     now = time.monotonic()
                     self._levels(now)
-                    self._cv.notify_all()  # the next in line may now be first
+                    self._wake_head()  # the next in line may now be first
                     raise self._reject(now, f"waited {timeout:.3f} s", timed_out=True)
-                self._cv.wait(left)
+                entry[2].wait(left)
             heapq.heappop(self._waiters)
             self._grant(time.monotonic())
-            self._cv.notify_all()  # the next waiter may fit too (after a resize)
+            self._wake_head()  # the next waiter may fit too (after a resize)
+
+    def _wake_head(self) -> None:
+        """Wake the first waiter if a token is free (the caller holds the lock); it
+        wakes the next one when it has taken its token, if another is free."""
+        if self._waiters and self.busy < self.size:
+            self._waiters[0][2].notify()
 
     def _grant(self, now: float) -> None:
         self.busy += 1
@@ -98,21 +108,21 @@ class TokenPool:
         self._levels(now)
 
     def release(self) -> None:
-        with self._cv:
+        with self._lock:
             self.busy -= 1
             self._levels(time.monotonic())
-            self._cv.notify_all()
+            self._wake_head()
 
     def resize(self, size: int) -> None:
         if size < 1:
             raise ValueError(f"{self.name}: size must be ≥ 1, got {size}")
-        with self._cv:
+        with self._lock:
             self.size = size
-            self._cv.notify_all()
+            self._wake_head()
 
     def sample(self) -> dict:
         """The pool now, and its counters since it was made."""
-        with self._cv:
+        with self._lock:
             return {
                 "size": self.size,
                 "busy": self.busy,
@@ -126,7 +136,7 @@ class TokenPool:
     def windows(self, n: int) -> dict[str, list[float]]:
         """The first `n` windows of the observation: busy and queued as integrals
         (token-seconds), busy_max, and the EVENTS counts."""
-        with self._cv:
+        with self._lock:
             now = time.monotonic()
             busy, busy_max = self._busy.windows(now, n)
             queued, _ = self._queued.windows(now, n)

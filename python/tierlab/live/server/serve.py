@@ -119,19 +119,19 @@ def _setting(tier: Tier, pool_name: str, key: str, value):
     where = f"{pool_name}.{key}"
     if key == "size":
         top = MAX_THREADS if pool_name == "threads" else MAX_CONNECTIONS
-        if not (isinstance(value, int) and 1 <= value <= top):
+        if not (type(value) is int and 1 <= value <= top):
             raise ValueError(f"{where} must be a whole number 1…{top}, got {value!r}")
         return lambda: pool.resize(value)
     if key == "timeout":
-        if not (isinstance(value, (int, float)) and 0 < value < float("inf")):
+        if not (type(value) in (int, float) and 0 < value < float("inf")):
             raise ValueError(f"{where} must be a positive number of seconds, got {value!r}")
         return lambda: setattr(pool, "timeout", float(value))
     if key == "max_queue":
-        if not (value is None or (isinstance(value, int) and value >= 0)):
+        if not (value is None or (type(value) is int and value >= 0)):
             raise ValueError(f"{where} must be a whole number ≥ 0 or null (unbounded), got {value!r}")
         return lambda: setattr(pool, "max_queue", value)
     if key == "priorities":
-        if not (isinstance(value, dict) and all(isinstance(v, int) for v in value.values())):
+        if not (isinstance(value, dict) and all(type(v) is int for v in value.values())):
             raise ValueError(f'{where} must map request types to whole numbers, e.g. {{"BUYC": 0, "SRES": 1}}')
         holder = tier if pool_name == "threads" else db
         return lambda: setattr(holder, "priorities", dict(value))
