@@ -218,7 +218,7 @@ impl Observer {
             measured_seconds: span,
             interrupted,
             requests: overall.counts(),
-            in_flight_at_end: self.in_system.value() as u64,
+            in_flight_at_end: self.in_system.value() as u64, // started, not finished
             throughput: per_s(overall.status[Status::Ok as usize] as f64),
             response_time: overall.latency.percentiles(),
             types: self.requests.types(&type_names, per_s),

@@ -12,6 +12,7 @@ use serde::Serialize;
 /// Version of the trace schema (summary, series and records).
 pub const SCHEMA_VERSION: u32 = 3;
 
+/// The summary of one run, simulated or live.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Summary {
     /// "simulation" or "live".
@@ -95,7 +96,8 @@ pub struct TierSummary {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DispatchSummary {
     pub dispatchers: u64,
-    /// Stateful tiers: a session's state moved to, or created on, a server.
+    /// Stateful tiers: sessions whose state moved to another server, and whose state
+    /// was created on one.
     pub session_migrations: u64,
     pub sessions_created: u64,
     /// Requests held at a waiting dispatcher, and those it rejected.
