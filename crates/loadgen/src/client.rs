@@ -99,10 +99,15 @@ pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
     tasks
 }
 
+/// Seed index of the burst phases' streams (clients use 0..N, open sessions 2^40 + n).
+const BURST_SEED: u64 = 1 << 41;
+
 /// The burst phase as a watch channel, switched by its own task (MMPP: exponential
 /// sojourns, started in the stationary distribution). Without bursts, phase 0 forever.
 fn bursts(sh: &Arc<Shared>, tasks: &mut tokio::task::JoinSet<()>) -> watch::Receiver<usize> {
-    let (phases, mut rng) = (sh.phases, Streams::new(sh.cfg.seed));
+    // Streams of their own: the arrival task draws its gaps from `cfg.seed`'s, and
+    // sharing them would tie the phase switches to the arrivals.
+    let (phases, mut rng) = (sh.phases, Streams::new(splitmix(sh.cfg.seed, BURST_SEED)));
     if !phases.modulated() {
         return watch::channel(0).1;
     }
