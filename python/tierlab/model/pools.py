@@ -35,5 +35,7 @@ class PoolSetting:
                 found.append(cls(name, threads[0], conns[0]))
         if len(found) != 1:
             what = f"tier {tier!r}" if tier else "exactly one tier"
-            raise InputError(f"pool sizing needs {what} with one `threads` pool and one `connections` pool (found {len(found)}); name it with --tier")
+            raise InputError(
+                f"sizing the pools (or setting them on the live server) needs {what} with one `threads` pool and one `connections` pool (found {len(found)}); name it with --tier"
+            )
         return found[0]
