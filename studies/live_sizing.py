@@ -8,7 +8,7 @@ then the pool-sizing method's prediction checked against a measurement.
    session throughput measured at the optimum and its neighbours (§5.3).
 
     tierlab live up --db postgres         # the project's PostgreSQL and the bookstore
-    python studies/live_sizing.py         # about 40 min on 2 cores
+    python studies/live_sizing.py         # about 25 min on 2 cores
     tierlab live down
 
 The workload is the TPC-W shopping mix with 0.5 s think times (sessions of ~15
