@@ -10,6 +10,8 @@ import tierlab
 from tierlab.analysis.knee import find_knee
 from tierlab.experiments.ramp import ramp
 
+from conftest import ROOT
+
 
 def test_knee_of_a_flat_then_steep_curve():
     x = np.arange(0, 101, 5)
@@ -26,6 +28,21 @@ def test_the_first_knee_is_the_capacity_when_the_curve_turns_twice():
     assert find_knee(x, y, throughput=np.minimum(x, 50)).load == 50
 
 
+def test_the_knee_of_a_curve_that_plateaus_is_before_saturation():
+    # Flat to 2, steep to 3 where the throughput saturates, then capped by time-outs:
+    # the p90 plateaus. Over the whole curve Kneedle takes the last step.
+    x = np.round(np.arange(0.2, 6.01, 0.2), 1)
+    y = np.clip(1 + 9 * (x - 2), 1, 10)
+    throughput = 10 * np.minimum(x, 3)
+    knee = find_knee(x, y, throughput)
+    assert knee.load == 2.0 and knee.saturation == 3.0
+
+
+def test_knee_at_saturation_is_found_with_one_step_beyond():
+    x = np.arange(1, 11)
+    assert find_knee(x, np.where(x <= 6, 1.0, 1.0 + (x - 6)), throughput=np.minimum(x, 6)).load == 6
+
+
 def test_knee_ignores_steps_where_nothing_completed():
     x = [10, 20, 30, 40, 50]
     y = [0.1, 0.1, 0.1, 2.0, None]
@@ -35,6 +52,8 @@ def test_knee_ignores_steps_where_nothing_completed():
 def test_too_few_points_is_an_error():
     with pytest.raises(tierlab.InputError, match="at least 3 distinct loads"):
         find_knee([1, 2], [0.1, 0.2])
+    with pytest.raises(tierlab.InputError, match="up to saturation"):
+        find_knee([1, 2, 3, 4, 5], [0.1, 0.1, 0.2, 1, 2], throughput=[2, 2, 2, 2, 2])
 
 
 def _closed(step: dict) -> dict:
@@ -55,6 +74,24 @@ def test_ramp_finds_the_capacity_of_a_closed_system():
     # White-box beside it: the CPU is named at every step, saturated beyond the knee only.
     assert (table.bottleneck == "app.cpu").all()
     assert not table.saturated.iloc[0] and table.saturated.iloc[-1]
+
+
+def test_knee_of_the_tpcw_example_ramp():
+    # The p90 turns between 2.4 and 2.8 sessions/s (0.53 → 0.84 → 2.2 s); the throughput
+    # saturates at 2.8, and past it time-outs hold the p90 near 10.9 s.
+    table, knee = ramp(ROOT / "examples" / "tpcw_2tier.yaml", np.round(np.arange(0.2, 4.01, 0.2), 1), workers=1, progress=None)
+    assert table.p90.iloc[-1] > 10 and knee.saturation == 2.8
+    assert 2.4 <= knee.load <= 2.8
+
+
+def test_knee_of_the_andreolini_example_ramp():
+    # The database disk saturates (throughput ≈ 40 req/s from 307 clients on); the p90
+    # turns from 0.41 s at 205 clients to 1.3 s at 307.
+    table, knee = ramp(
+        ROOT / "examples" / "andreolini_ecommerce.yaml", [26, 77, 128, 179, 205, 230, 256, 282, 307, 333, 384, 435, 512], workers=1, progress=None
+    )
+    assert knee.saturation == 307
+    assert 205 <= knee.load < 307
 
 
 def test_ramp_without_loads_searches_the_range_itself():

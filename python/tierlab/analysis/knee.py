@@ -1,11 +1,24 @@
 """The knee of a load curve (Andreolini et al.'s black-box capacity), found by Kneedle
 (Satopää et al., 2011, via the `kneed` package): on the curve scaled to the unit
-square, a point farthest above the chord from the first to the last step — where the
-curve turns from flat to steep. A curve past its capacity may turn again (time-outs,
-TCP retransmissions pile up) and Kneedle would take the sharper, later turn; given
-the throughput, the curve is therefore cut at 1.5 × the first load whose throughput
-is within 2% of the highest — all later turns happen where the throughput no longer
-grows."""
+square, the point farthest below the chord from the first to the last step — where
+the curve turns from flat to steep.
+
+Kneedle's answer depends on where the curve ends, and a ramp usually runs past the
+capacity, where the p90 turns again: it grows slowly again, or plateaus, once
+time-outs cap the response times (the TPC-W example: p90 10.9 s at the last steps),
+or it grows steeply again as TCP retransmissions pile up. Over the whole ramp Kneedle
+then picks one of those later turns — on a plateau the last step. Given the
+throughput, the rule is therefore:
+
+    the knee is Kneedle's on the steps up to saturation and one step beyond it, where
+    saturation is the first load whose throughput is within 2% of the ramp's highest.
+
+Past saturation more load no longer buys throughput (Andreolini et al. §4: the knee
+is where the throughput stops following the load and the response time grows), so
+every later turn is overload, not capacity; the one step beyond lets a knee right at
+saturation be found (Kneedle never picks an end point). Steps beyond the first that
+reaches the highest p90 of that range are left out as well: a plateau holds no turn
+towards steep."""
 
 from __future__ import annotations
 
@@ -17,6 +30,9 @@ from kneed import KneeLocator
 
 from ..errors import InputError
 
+# Throughput within this share of the ramp's highest counts as saturated.
+SATURATED = 0.98
+
 
 @dataclass(frozen=True)
 class Knee:
@@ -24,18 +40,35 @@ class Knee:
     """The load at the knee (None: the curve has no knee, e.g. still flat)."""
     value: float | None
     method: str = "kneedle (convex, increasing)"
+    saturation: float | None = None
+    """The first load whose throughput is within 2% of the highest (None: no
+    throughput given); the knee is searched up to the step after it."""
+
+
+def saturation_load(load, throughput) -> float:
+    """The first load whose throughput is within 2% of the highest."""
+    t = pd.Series(np.asarray(throughput, float), index=np.asarray(load, float)).dropna().sort_index()
+    if t.empty:
+        raise InputError("no step of the ramp has a measured throughput")
+    return float(t.index[t >= SATURATED * t.max()][0])
 
 
 def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
     """The knee of an increasing, convex curve value(load) (e.g. p90 response time
-    against clients), within the range the throughput says holds the capacity (see
-    above). Points whose value is missing (nothing completed) are left out."""
+    against clients); with the throughput, only the steps up to one beyond saturation
+    count (see above). Points whose value is missing (nothing completed) are left out."""
     d = pd.DataFrame({"x": np.asarray(load, float), "y": np.asarray(value, float)}).dropna().sort_values("x")
+    saturation = None
+    method = "kneedle (convex, increasing)"
     if throughput is not None:
-        t = pd.Series(np.asarray(throughput, float), index=np.asarray(load, float)).sort_index()
-        flat = t.index[t >= 0.98 * t.max()][0]
-        d = d[d.x <= 1.5 * flat]
+        saturation = saturation_load(load, throughput)
+        after = d.x[d.x > saturation]
+        d = d[d.x <= (after.iloc[0] if len(after) else saturation)]
+        method += f" up to the step after saturation (load {saturation:g})"
+    # Steps past the first that reaches the highest value (a plateau) hold no turn
+    # towards steep; Kneedle would take the plateau's end.
+    d = d.iloc[: int(np.argmax(d.y.to_numpy())) + 1] if len(d) else d
     if d.x.nunique() < 3:
-        raise InputError(f"a knee needs at least 3 distinct loads with a measured value (got {d.x.nunique()})")
+        raise InputError(f"a knee needs at least 3 distinct loads with a measured value up to saturation (got {d.x.nunique()}); ramp in finer steps")
     k = KneeLocator(d.x, d.y, curve="convex", direction="increasing", S=sensitivity)
-    return Knee(None if k.knee is None else float(k.knee), None if k.knee_y is None else float(k.knee_y))
+    return Knee(None if k.knee is None else float(k.knee), None if k.knee_y is None else float(k.knee_y), method, saturation)
