@@ -18,8 +18,6 @@ resources.csv, knees.png, whitebox.png and result.json (also printed last)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import matplotlib
@@ -33,6 +31,8 @@ from tierlab import simulate  # noqa: E402
 from tierlab.analysis.bottleneck import bottleneck, resources  # noqa: E402
 from tierlab.experiments.ramp import ramp  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
+
+from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "andreolini_ecommerce.yaml"
@@ -59,12 +59,10 @@ def scenario(memory: str, network: str, duration: float, warmup: float) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
+    ap = study_parser(__doc__)
     ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / ("andreolini_quick" if a.quick else "andreolini")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("andreolini", a)
     duration, warmup = (300.0, 60.0) if a.quick else (1200.0, 200.0)
     seeds = (1,) if a.quick else (1, 2, 3)
     points = 15 if a.quick else 40
@@ -137,9 +135,8 @@ def main() -> None:
         "bottlenecks_matching_paper": int((whitebox.as_in_paper == whitebox.paper).sum()),
         "scenarios": len(whitebox),
     }
-    (out / "result.json").write_text(json.dumps(result, indent=1, default=float))
     print(whitebox[["memory", "network", "clients", "as_in_paper", "paper", "level", "pinned"]].to_string(index=False))
-    print(json.dumps(result, default=float))
+    write_result(out, result, seeds)
 
 
 def _plot_knees(ramps: pd.DataFrame, knees: pd.DataFrame, path: Path) -> None:

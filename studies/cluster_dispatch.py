@@ -15,8 +15,6 @@ result.json (also printed last)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import matplotlib
@@ -30,6 +28,8 @@ from scipy import stats  # noqa: E402
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.dispatch import cluster_metrics  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
+
+from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_cluster.yaml"
@@ -64,12 +64,10 @@ def _dispatch(policy: str, web: int, topology: str) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
+    ap = study_parser(__doc__)
     ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / ("cluster_dispatch_quick" if a.quick else "cluster_dispatch")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("cluster_dispatch", a)
     model = load_model(MODEL)
     sessions = (10, 40, 80) if a.quick else (5, 10, 20, 40, 60, 80, 100)
     seeds = (1, 2) if a.quick else (1, 2, 3, 4, 5)
@@ -103,10 +101,9 @@ def main() -> None:
     summary.to_csv(out / "summary.csv", index=False)
     _plot(summary, out)
     result = _result(summary, sessions)
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     cols = ["policy", "sessions", "throughput_per_server_mean", "art_mean", "peak_utilization_mean", "imbalance_mean", "migrations_per_request_mean"]
     print(summary[summary.experiment == "base"][cols].round(3).to_string(index=False))
-    print(json.dumps(result))
+    write_result(out, result, seeds)
 
 
 def _ci95(x: pd.Series) -> float:

@@ -13,8 +13,6 @@ result.json (also printed last)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import matplotlib
@@ -26,6 +24,8 @@ import pandas as pd  # noqa: E402
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.profile import request_profile  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
+
+from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = {"SRES": "Search", "BUYR": "Buy Request", "BUYC": "Buy Confirm"}
@@ -39,11 +39,9 @@ def _phases(trace):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
+    ap = study_parser(__doc__)
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / ("connection_caching_quick" if a.quick else "connection_caching")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("connection_caching", a)
     model = load_model(ROOT / "examples" / "tpcw_2tier.yaml")
     capacity = model.session_rate_bound()
     loads = (0.5, 0.9, 1.1) if a.quick else (0.5, 0.7, 0.8, 0.9, 1.0, 1.1)
@@ -86,9 +84,8 @@ def main() -> None:
             }
             for (mode, load), g in d.groupby(["mode", "load"])
         }
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     print(df.to_string(index=False))
-    print(json.dumps(result))
+    write_result(out, result, seeds)
 
 
 def _plot(df: pd.DataFrame, file: Path) -> None:

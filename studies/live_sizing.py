@@ -19,8 +19,6 @@ rates.csv, validation.csv, trials.csv and result.json (also printed last)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 
 import pandas as pd
@@ -29,6 +27,8 @@ from tierlab import load_model
 from tierlab.analysis.profile import request_profile
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid
 from tierlab.live.testbed import LiveRunner, Testbed
+
+from provenance import output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -46,7 +46,7 @@ def caching_study(bed: Testbed, model, runner: LiveRunner, rate: float) -> pd.Da
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = study_parser(__doc__, quick=False)
     ap.add_argument("--workdir", default=".tierlab/live", help="the running testbed (tierlab live up)")
     ap.add_argument("--threads", default="4,8,16", help="M values to profile")
     ap.add_argument("--connections", default="2,4", help="N values to profile")
@@ -58,8 +58,7 @@ def main() -> None:
     ap.add_argument("--caching-rate", type=float, default=6.0, help="sessions/s for the caching comparison")
     ap.add_argument("--reuse", action="store_true", help="keep caching.csv and profile/ from an earlier run; validate only")
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / "live_sizing"
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("live_sizing", a)
     bed = Testbed(a.workdir)
     runner = LiveRunner(bed, MAPPING)
     model = load_model(MODEL).with_changes(
@@ -108,8 +107,9 @@ def main() -> None:
         "error_at_optimum": float(measured.set_index(["M", "N"]).loc[(M0, N0), "error"]),
         "caching": caching[["caching", "type", "count", "wait_thread", "p", "wait_db", "q_active", "q_idle", "db_requests"]].to_dict(orient="records"),
     }
-    (out / "result.json").write_text(json.dumps(result, indent=2, default=float) + "\n")
-    print(json.dumps(result, default=float))
+    # The seeds drive the load generator's draws (profiling: 1; capacity runs: 1..runs);
+    # the live server's timing is the machine's, so the figures do not regenerate exactly.
+    write_result(out, result, range(1, a.runs + 1))
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ trials.csv, pool_sizing.png and result.json (also printed last)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import warnings
 from pathlib import Path
 
@@ -26,6 +24,8 @@ from tierlab import load_model  # noqa: E402
 from tierlab.analysis.profile import request_profile  # noqa: E402
 from tierlab.experiments.sizing import PAPER_M, PAPER_N, PoolSizing, max_sustainable_rate, profile_grid  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
+
+from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -41,13 +41,11 @@ def _mix(trace):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
+    ap = study_parser(__doc__)
     ap.add_argument("--duration", type=float, help="seconds per validation run after the warm-up (default 3600; quick 900)")
     ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / ("pool_sizing_quick" if a.quick else "pool_sizing")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("pool_sizing", a)
     model = load_model(MODEL)
     Ms, Ns = ((5, 10, 20, 30), (1, 4, 10, 20, 30)) if a.quick else (PAPER_M, PAPER_N)
     validate_N = (5, 10) if a.quick else (4, 5, 8, 10)
@@ -110,9 +108,9 @@ def main() -> None:
     table = pd.concat(rows, ignore_index=True)
     table.to_csv(out / "validation.csv", index=False)
     _plot(out, table, validate_N)
-    (out / "result.json").write_text(json.dumps(result, indent=2) + "\n")
     print(table.to_string(index=False))
-    print(json.dumps(result))
+    # Profiling runs use seed 1; each validation rate runs seeds 1..runs.
+    write_result(out, result, range(1, runs + 1))
 
 
 def _plot(out: Path, table: pd.DataFrame, Ns) -> None:

@@ -7,21 +7,23 @@ short runs therefore overstate the sustainable rate.
     python studies/validation_run_length.py
 
 Prints, per (timeout, measured seconds), how many of 5 runs served every request at
-each rate, and a JSON line; studies/results/validation_run_length.txt keeps a run."""
+each rate; writes studies/results/validation_run_length/result.json (also printed last)."""
 
 from __future__ import annotations
 
-import json
 import warnings
 
 from tierlab.experiments.sizing import all_served
 from tierlab.run import Run, sweep
+
+from provenance import output_dir, study_parser, write_result
 
 RATES = (2.9, 3.0, 3.1, 3.2, 3.3, 3.4)
 SEEDS = range(1, 6)
 
 
 def main() -> None:
+    out_dir = output_dir("validation_run_length", study_parser(__doc__, quick=False).parse_args())
     warnings.simplefilter("ignore")
     out = {}
     for timeout in (10.0, 5.0):
@@ -47,7 +49,7 @@ def main() -> None:
             best = max((r for r, n in zip(RATES, passed) if n >= 0.6 * len(SEEDS)), default=None)
             print(f"timeout {timeout:g} s, {measured} s measured: runs passing per rate {dict(zip(RATES, passed))} → max sustainable {best}")
             out[f"timeout={timeout:g},measured={measured}"] = {"passing": dict(zip(map(str, RATES), passed)), "max_sustainable": best}
-    print(json.dumps(out))
+    write_result(out_dir, out, SEEDS)
 
 
 if __name__ == "__main__":

@@ -22,8 +22,6 @@ amplification.csv, stabilizers.csv, *.png and result.json (also printed last).""
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 from pathlib import Path
 
@@ -40,6 +38,8 @@ from tierlab.analysis.fluctuations import bimodality, cov, rate, residence  # no
 from tierlab.experiments.ramp import retransmission_threshold  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
+
+from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "rubbos_3tier.yaml"
@@ -127,12 +127,10 @@ def per_servlet(size: int) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true")
+    ap = study_parser(__doc__)
     ap.add_argument("--scheduler", help="a Dask scheduler address (default: local processes)")
     a = ap.parse_args()
-    out = ROOT / "studies" / "results" / ("wang_quick" if a.quick else "wang")
-    out.mkdir(parents=True, exist_ok=True)
+    out = output_dir("wang", a)
     duration = 300.0 if a.quick else 600.0  # the paper's runs: 10 minutes
     seeds = (1,) if a.quick else (1, 2, 3)
     model = load_model(MODEL).with_run(duration=duration, warmup=60.0)
@@ -225,8 +223,7 @@ def main() -> None:
         "paper_queries_per_page": 9.3,
         "stabilizers": stab.round(4).to_dict(orient="index"),
     }
-    (out / "result.json").write_text(json.dumps(result, indent=1, default=float))
-    print(json.dumps(result, default=float))
+    write_result(out, result, seeds)
 
 
 # ---- figures --------------------------------------------------------------------------

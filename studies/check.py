@@ -1,0 +1,132 @@
+"""Re-run the studies and compare what they write with the committed results.
+
+    python studies/check.py --quick          # every quick study (what CI runs)
+    python studies/check.py --quick wang     # one of them
+    python studies/check.py                  # the full studies (hours on 2 cores)
+
+Each study runs into a scratch folder with the command its committed result.json
+records; every committed file is then compared with the new one: JSON and CSV figure
+by figure and exactly (the runs are deterministic for a model and its seeds), other
+text line by line. Images are regenerated but not compared, since their bytes depend
+on the matplotlib version. The first difference is reported with the file and the
+figure, and the exit status is 1. The live study (`live_sizing.py`) needs a running
+testbed and real time, so it cannot be re-run to the byte and is not checked here."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from provenance import RESULTS, ROOT
+
+STUDIES = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", "wang", "validation_run_length")
+QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", "wang")
+NOT_COMPARED = {".png"}
+# Provenance that names the run, not its outcome.
+RUN_KEYS = {"commit"}
+
+
+def first_difference(committed: Path, fresh: Path) -> str | None:
+    """Where `fresh` first differs from `committed` (a folder or a file), or None."""
+    if committed.is_dir():
+        names = sorted({p.name for p in committed.iterdir()} | ({p.name for p in fresh.iterdir()} if fresh.is_dir() else set()))
+        for name in names:
+            if (found := first_difference(committed / name, fresh / name)) is not None:
+                return found
+        return None
+    if not committed.exists():
+        return f"{fresh.name}: written by the study but not committed"
+    if not fresh.exists():
+        return f"{committed}: committed but the study no longer writes it"
+    if committed.suffix in NOT_COMPARED:
+        return None
+    if committed.suffix == ".json":
+        old, new = (json.loads(p.read_text()) for p in (committed, fresh))
+        for key in RUN_KEYS:
+            old.pop(key, None), new.pop(key, None)
+        where = _json_difference(old, new, "")
+        return None if where is None else f"{committed}: {where}"
+    if committed.suffix == ".csv":
+        return _csv_difference(committed, fresh)
+    old_lines, new_lines = committed.read_text().splitlines(), fresh.read_text().splitlines()
+    for i, (a, b) in enumerate(zip(old_lines, new_lines), 1):
+        if a != b:
+            return f"{committed}:{i}: committed {a!r}, now {b!r}"
+    return None if len(old_lines) == len(new_lines) else f"{committed}: {len(old_lines)} lines committed, {len(new_lines)} now"
+
+
+def _json_difference(old: Any, new: Any, path: str) -> str | None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            if key not in old or key not in new:
+                return f"{path}{key}: {'only committed' if key in old else 'new'}"
+            if (found := _json_difference(old[key], new[key], f"{path}{key}.")) is not None:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list):
+        if len(old) != len(new):
+            return f"{path.rstrip('.')}: {len(old)} items committed, {len(new)} now"
+        for i, (a, b) in enumerate(zip(old, new)):
+            if (found := _json_difference(a, b, f"{path.rstrip('.')}[{i}].")) is not None:
+                return found
+        return None
+    return None if old == new else f"{path.rstrip('.')}: committed {old!r}, now {new!r}"
+
+
+def _csv_difference(committed: Path, fresh: Path) -> str | None:
+    with committed.open(newline="") as a, fresh.open(newline="") as b:
+        old, new = list(csv.reader(a)), list(csv.reader(b))
+    header = old[0] if old else []
+    for row, (x, y) in enumerate(zip(old, new), 1):
+        for col, (u, v) in enumerate(zip(x, y)):
+            if u != v:
+                name = header[col] if col < len(header) else f"column {col + 1}"
+                return f"{committed}: line {row}, {name}: committed {u!r}, now {v!r}"
+        if len(x) != len(y):
+            return f"{committed}: line {row}: {len(x)} fields committed, {len(y)} now"
+    return None if len(old) == len(new) else f"{committed}: {len(old)} lines committed, {len(new)} now"
+
+
+def check(study: str, quick: bool) -> str | None:
+    """Re-run one study; the first difference from its committed result, or None."""
+    committed = RESULTS / (f"{study}_quick" if quick else study)
+    if not (committed / "result.json").exists():
+        return f"{committed}: no committed result.json to compare with"
+    command = json.loads((committed / "result.json").read_text()).get("command")
+    if not command:
+        return f"{committed / 'result.json'}: records no `command`; regenerate it"
+    argv = shlex.split(command)
+    with tempfile.TemporaryDirectory(prefix=f"check-{study}-") as scratch:
+        print(f"{study}: {command}", flush=True)
+        done = subprocess.run([sys.executable, *argv[1:], "--out", scratch], cwd=ROOT, stdout=subprocess.DEVNULL)
+        if done.returncode:
+            return f"{study}: `{command}` exited with {done.returncode}"
+        return first_difference(committed, Path(scratch))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="the quick studies (what CI runs)")
+    ap.add_argument("studies", nargs="*", help=f"which (default: all of {', '.join(STUDIES)}, or with --quick {', '.join(QUICK)})")
+    a = ap.parse_args()
+    known = QUICK if a.quick else STUDIES
+    unknown = [s for s in a.studies if s not in known]
+    if unknown:
+        ap.error(f"unknown study {unknown[0]!r}; choose from {', '.join(known)}")
+    for study in a.studies or known:
+        difference = check(study, a.quick)
+        if difference is not None:
+            print(f"DIFFERS: {difference}", file=sys.stderr)
+            sys.exit(1)
+        print(f"{study}: matches the committed result", flush=True)
+
+
+if __name__ == "__main__":
+    main()
