@@ -8,6 +8,8 @@ import math
 
 import pytest
 
+import tierlab
+
 from conftest import run, single_request_sessions
 
 
@@ -39,6 +41,35 @@ def test_mm1_fcfs_disk():
     # Sojourn time of M/M/1 FCFS is exponential with mean W: p90 = W ln 10.
     assert rt["p90"] == pytest.approx(w * math.log(10), rel=0.05)
     assert t.summary["tiers"]["s"]["servers"][0]["stations"]["disk"]["utilization"] == pytest.approx(lam / mu, rel=0.02)
+
+
+@pytest.mark.parametrize("c,lam", [(2, 1.5), (3, 2.4)])
+def test_mmc_fcfs_disk_uses_every_channel(c, lam):
+    """A disk with c channels is M/M/c (W = 2.29 s for c = 2, λ = 1.5); a disk that
+    served on one channel would be unstable here."""
+    m = single_request_sessions(lam, {"s": {"stations": {"disk": {"kind": "disk", "iops": 1.0, "channels": c}}}}, {"s": [{"disk": 1}]}, duration=100_000)
+    t = run(m)
+    assert t.summary["response_time"]["mean"] == pytest.approx(mmc_response(c, lam, 1.0), rel=0.04)
+    assert t.summary["tiers"]["s"]["servers"][0]["stations"]["disk"]["utilization"] == pytest.approx(lam / c, rel=0.02)
+
+
+def test_constant_service_disk_is_md1():
+    """Pollaczek–Khinchine for M/D/1: W = S + ρS / (2(1 − ρ)) = 2.17 s at ρ = 0.7 (an
+    exponential disk gives 3.33 s)."""
+    lam = 0.7
+    m = single_request_sessions(
+        lam, {"s": {"stations": {"disk": {"kind": "disk", "iops": 1.0, "service": "constant"}}}}, {"s": [{"disk": 1}]}, duration=100_000
+    )
+    assert run(m).summary["response_time"]["mean"] == pytest.approx(1 + lam / (2 * (1 - lam)), rel=0.03)
+
+
+@pytest.mark.parametrize("shared,expected", [(True, 1 / (1 - 0.6)), (False, 1.0)])
+def test_shared_link_is_processor_sharing(shared, expected):
+    """Transfers of exponential size (mean 1 s at the link's bandwidth) at 0.6 per second:
+    a shared link is M/M/1-PS (W = S/(1 − ρ) = 2.5 s); a link per client never queues (W = S)."""
+    m = single_request_sessions(0.6, {"s": {}}, {"s": [{"transfer": {"link": "net", "bytes": {"exponential": 1000}}}]}, duration=100_000)
+    m["links"] = {"net": {"bandwidth": 8000, "shared": shared}}
+    assert run(m).summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)
 
 
 @pytest.mark.parametrize("c,lam", [(2, 1.5), (4, 3.2)])
@@ -115,3 +146,23 @@ def test_closed_network_matches_mva(clients):
     s = run(m).summary
     assert s["throughput"] == pytest.approx(x, rel=0.03)
     assert s["response_time"]["mean"] == pytest.approx(r, rel=0.04)
+
+
+def test_littles_law_from_the_records():
+    """The number in system computed from the request records alone — each request's
+    [start, start + response time] clipped to the measured window, integrated — equals
+    the engine's own time average, λW from the records, and M/M/1's ρ/(1 − ρ)."""
+    lam = 0.7
+    m = single_request_sessions(lam, {"s": {"stations": {"disk": {"kind": "disk", "iops": 1.0}}}}, {"s": [{"disk": 1}]}, duration=50_000, records=True)
+    t = tierlab.simulate(m)
+    s = t.summary
+    begin, end = s["warmup"], s["warmup"] + s["measured_seconds"]
+    r = t.requests
+    stop = r["start"] + r["response_time"]
+    # Requests still in the system at the end have no record: they hold ~L·W/T ≈ 1e-4 of the integral.
+    held = (stop.clip(upper=end) - r["start"].clip(lower=begin)).clip(lower=0).sum()
+    L = held / (end - begin)
+    assert L == pytest.approx(s["little"]["mean_in_system"], rel=2e-3)
+    arrived = r[(r["start"] >= begin) & (r["start"] < end)]
+    assert L == pytest.approx(len(arrived) / (end - begin) * arrived["response_time"].mean(), rel=0.01)
+    assert L == pytest.approx(lam / (1 - lam), rel=0.05)
