@@ -4,6 +4,7 @@ capacity search on small runs, and the sweep runner on every executor."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -216,6 +217,22 @@ def test_cost_model_reproduces_the_papers_fit():
     resid = d.value - model.cost(d.clients, d.threads)
     cov = (resid @ resid) / (len(d) - 3) * np.linalg.inv(X.T @ X)
     assert model.stderr["b"] == pytest.approx(np.sqrt(cov[1, 1]), rel=1e-9)
+
+
+def test_cost_model_recovers_known_parameters():
+    """Costs drawn from C = a·x + b·x/y + c·y with a, b, c known plus normal noise (the
+    fit's own assumption): each fitted parameter lies within 3 of its standard errors of
+    the truth, and y* = √(b·x/c)."""
+    a, b, c = 0.5, 40.0, 2.0
+    x, y = (g.ravel().astype(float) for g in np.meshgrid([50, 100, 200, 400, 800], [1, 2, 4, 8, 16, 32, 64, 128]))
+    truth = a * x + b * x / y + c * y
+    noisy = truth + 0.005 * truth.mean() * np.random.default_rng(7).standard_normal(len(x))
+    fit = costfit.fit(pd.DataFrame({"clients": x, "threads": y, "value": noisy}))
+    for name, value in {"a": a, "b": b, "c": c}.items():
+        assert abs(getattr(fit, name) - value) < 3 * fit.stderr[name], name
+    assert fit.optimal_threads(400) == round(math.sqrt(fit.b * 400 / fit.c))
+    # c's standard error is ~3% of c here, so y* ∝ c^(-1/2) is known to ~1.5%: 5% is over 3σ.
+    assert fit.optimal_threads(400) == pytest.approx(math.sqrt(b * 400 / c), rel=0.05)
 
 
 def test_cost_model_recovers_known_parameters_from_a_simulated_closed_system():
