@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
+from .tables import read_csv
 
 COLUMNS = ("clients", "threads", "value")
 PARAMETERS = ("a", "b", "c")
@@ -54,13 +55,7 @@ class CostModel:
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"measurement table not found: {path}")
-    try:
-        df = pd.read_csv(path, dtype=str, skipinitialspace=True)
-    except pd.errors.ParserError as e:
-        raise InputError(f"{path}: not a regular CSV table ({e}); every row needs the same columns: clients,threads,value") from None
+    df = read_csv(path, COLUMNS, dtype=str)
     return check_table(df, str(path))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import out, write_json
+from .common import about, out, write_json
 
 
 @click.group("analyze")
@@ -26,7 +26,8 @@ def analyze_profile(trace_dir: str, tier, json_out) -> None:
     from ..report.summary import frame_table
     from ..trace import read_trace
 
-    p = request_profile(read_trace(trace_dir), tier)
+    with about(trace_dir):
+        p = request_profile(read_trace(trace_dir), tier)
     out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
     out.print(frame_table("request profile", p.table().reset_index()))
     if json_out:
@@ -41,8 +42,9 @@ def analyze_bottleneck(trace_dir, json_out) -> None:
     from ..analysis.bottleneck import bottleneck, breakdown, resources
     from ..trace import read_trace
 
-    trace = read_trace(trace_dir)
-    table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
+    with about(trace_dir):
+        trace = read_trace(trace_dir)
+        table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
     if table.empty:
         out.print("the trace reports no stations or pools", style="yellow")
     else:
@@ -74,9 +76,13 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
     from ..report.plots import fluctuations_plot
     from ..trace import read_trace
 
-    trace = read_trace(trace_dir)
-    f = fluctuations(trace)
-    out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
+    with about(trace_dir):
+        trace = read_trace(trace_dir)
+        f = fluctuations(trace)
+    if f["tiers"]:
+        out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
+    else:
+        out.print("no tiers in this trace (a client-only trace, e.g. from `tierlab load`): no per-tier rates; the client's figures follow", style="yellow")
     if f["mean"] is not None:
         out.print(f"\nmean {f['mean']:.4f} s, p95 {f['p95']:.4f} s, p98 {f['p98']:.4f} s", markup=False)
     if "bimodality" in f:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from ..errors import InputError
+from ..errors import InputError, TraceError
 
 # Wide tables stay whole when piped (rich would squeeze them to 80 columns); messages
 # are never wrapped, so a path or a field name stays on one line.
@@ -67,6 +68,17 @@ def execute(label: str, description: str, run: Callable[[Callable[..., None]], A
         sys.exit(130)
     err.print(f"trace written to [bold]{folder}[/]")
     return folder
+
+
+@contextmanager
+def about(path: str) -> Iterator[None]:
+    """An error from reading or analysing the input at `path` names it."""
+    try:
+        yield
+    except (TraceError, InputError) as e:
+        if path in str(e):
+            raise
+        raise type(e)(f"{path}: {e}") from None
 
 
 def options(*decorators: Callable) -> Callable:

@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from ..errors import InputError
-from .common import err, ints, options, out, write_json
+from .common import about, err, ints, options, out, write_json
 
 
 @click.group("size")
@@ -76,11 +76,12 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
     from ..report.summary import frame_table
     from ..trace import read_trace
 
-    sizing = PoolSizing(ProfileGrid.read(profile_dir))
+    with about(profile_dir):
+        sizing = PoolSizing(ProfileGrid.read(profile_dir))
     V = None
     if trace_dir:
-        p = request_profile(read_trace(trace_dir))
-        V = p.V
+        with about(trace_dir):
+            V = request_profile(read_trace(trace_dir)).V
     rates = sizing.rates(V, max_threads, max_connections)
     best = rates.best()
     by_n = rates.by_N()
@@ -138,7 +139,8 @@ def cost_fit(table, plot, json_out) -> None:
     from ..analysis.costfit import fit, read_table
     from ..report.plots import cost_fit_plot
 
-    m = fit(read_table(table))
+    with about(table):
+        m = fit(read_table(table))
     d = m.to_dict()
     out.print(
         f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; R² = {m.r2:.4f} over {m.n} points"

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .schema import PHASES, REQUEST_COLUMNS, SCHEMA_VERSION, TIMESERIES_COLUMNS, Summary, check_summary
+from .schema import PHASES, REQUEST_COLUMNS, SCHEMA_VERSION, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
 
 __all__ = ["PHASES", "SCHEMA_VERSION", "Summary", "Trace", "read_trace", "window_of"]
 
@@ -76,6 +76,9 @@ def read_trace(folder: str | Path) -> Trace:
         raise TraceError(f"{folder / 'summary.json'} is not valid JSON ({e}); write the trace again") from None
     check_summary(summary, str(folder / "summary.json"))
     ts = _table(folder / "timeseries.parquet", TIMESERIES_COLUMNS)
+    twice = int(ts.duplicated(["t", "tier", "server", "resource", "metric"]).sum())
+    if twice:
+        raise TraceError(f"{folder / 'timeseries.parquet'}: {twice} duplicated (t, tier, server, resource, metric) rows; write the trace again")
     req = _table(folder / "requests.parquet", REQUEST_COLUMNS) if (folder / "requests.parquet").is_file() else None
     return Trace(summary, ts, req)
 
@@ -88,4 +91,34 @@ def _table(path: Path, columns: list[str]) -> pd.DataFrame:
     lacking = [c for c in columns if c not in df.columns]
     if lacking:
         raise TraceError(f"{path}: missing columns {', '.join(lacking)} (trace schema v{SCHEMA_VERSION}, see docs/trace.md)")
+    problem = _column_problem(df)
+    if problem:
+        raise TraceError(f"{path}: {problem} (trace schema v{SCHEMA_VERSION}, see docs/trace.md); write the trace again")
     return df
+
+
+# Label columns; every other column holds numbers. A phase column's server is -1 where
+# the request never reached that tier, and a window's mean response time is NaN when
+# nothing completed in it: the only negative and the only missing values allowed.
+_LABELS = {"type", "status", "tier", "resource", "metric"}
+
+
+def _column_problem(df: pd.DataFrame) -> str | None:
+    """What is wrong with a table's values, or None: a numeric column holding text, an
+    infinite, missing or negative figure, a status the schema does not know."""
+    for c in df.columns:
+        if c in _LABELS:
+            continue
+        if not pd.api.types.is_numeric_dtype(df[c]) or pd.api.types.is_bool_dtype(df[c]):
+            return f"column {c} holds {df[c].dtype} values, not numbers"
+        v = df[c].to_numpy(dtype=float)
+        missing_ok = c == "value"
+        bad = np.isinf(v) | (np.isnan(v) & (not missing_ok)) | ((v < 0) & (not str(c).endswith(".server")))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            return f"column {c}, row {i}: {v[i]} is not a non-negative finite number"
+    if "status" in df.columns:
+        unknown = sorted(set(df["status"].astype(str)) - set(STATUSES))
+        if unknown:
+            return f"column status: unknown value(s) {', '.join(map(repr, unknown[:3]))} (known: {', '.join(STATUSES)})"
+    return None

@@ -178,26 +178,28 @@ def figures(p: Percentiles | None) -> dict[str, float]:
 
 def check_summary(data: Any, where: str = "summary.json") -> Summary:
     """`data` if it is a summary of this schema; else a TraceError naming the first
-    wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN and infinite
-    figures are wrong too: every figure of a summary is a measurement."""
+    wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN, infinite and
+    negative figures are wrong too: every figure of a summary is a measurement."""
     try:
         _SUMMARY.validate_python(data, strict=False)
     except ValidationError as e:
         first = e.errors()[0]
         path = field_path(first["loc"])
         raise TraceError(f"{where}: {path or '<top>'}: {first['msg']} (trace schema v{SCHEMA_VERSION}, see docs/trace.md)") from None
-    bad = _first_non_finite(data)
+    bad = _first_bad_figure(data)
     if bad is not None:
-        raise TraceError(f"{where}: {bad}: not a finite number (trace schema v{SCHEMA_VERSION}, see docs/trace.md)")
+        raise TraceError(f"{where}: {bad}: not a non-negative finite number (trace schema v{SCHEMA_VERSION}, see docs/trace.md)")
     return data
 
 
-def _first_non_finite(node: Any, path: str = "") -> str | None:
-    if isinstance(node, float):
-        return path if node != node or node in (float("inf"), float("-inf")) else None
+def _first_bad_figure(node: Any, path: str = "") -> str | None:
+    """The path of the first NaN, infinite or negative number: every figure of a
+    summary is a count, a time, a rate or a share."""
+    if isinstance(node, (int, float)) and not isinstance(node, bool):
+        return path if not (0 <= node < float("inf")) else None
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for k, v in items:
-        found = _first_non_finite(v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else k))
+        found = _first_bad_figure(v, f"{path}[{k}]" if isinstance(k, int) else (f"{path}.{k}" if path else k))
         if found is not None:
             return found
     return None

@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from ...analysis.profile import request_profile
+from ...analysis.tables import read_csv, read_json
 from ...errors import InputError
 from ...model import load_model
 from ...model.pools import PoolSetting
@@ -28,14 +29,16 @@ from ...trace import Trace
 PAPER_M = (5, 10, 15, 20, 30, 50)
 PAPER_N = (1, 2, 4, 5, 10, 15, 20, 30, 40)
 RATE = "workload.population.session_rate"
+POINT_COLUMNS = ("M", "N", "type", "count", "wait_thread", "p", "wait_db", "q_active", "q_idle", "q", "db_requests", "response_time")
+RUN_COLUMNS = ("M", "N", "seed", "offered", "served")
 
 
 @dataclass
 class ProfileGrid:
     """p_i and q_i at each profiled (M, N), with the load structure they were taken under."""
 
-    points: pd.DataFrame  # M, N, type, count, wait_thread, p, wait_db, q_active, q_idle, q, db_requests, response_time
-    runs: pd.DataFrame  # M, N, seed, offered (sessions/s), served (sessions/s)
+    points: pd.DataFrame  # POINT_COLUMNS
+    runs: pd.DataFrame  # RUN_COLUMNS: offered and served in sessions/s
     share: pd.Series  # profiling mix: fraction of requests per type
     L: float
     setting: PoolSetting
@@ -56,10 +59,14 @@ class ProfileGrid:
         files = [folder / f for f in ("points.csv", "runs.csv", "profile.json")]
         if not all(f.is_file() for f in files):
             raise InputError(f"{folder} is not a profile (needs points.csv, runs.csv, profile.json); make one with `tierlab size profile MODEL --out {folder}`")
-        meta = json.loads(files[2].read_text())
-        share = pd.Series(meta["share"], name="share", dtype=float)
-        points = pd.read_csv(files[0], dtype={"type": str})
-        return cls(points, pd.read_csv(files[1]), share, float(meta["L"]), PoolSetting(**meta["pools"]), meta["model"])
+        meta = read_json(files[2], ("model", "L", "share", "pools"))
+        points = read_csv(files[0], POINT_COLUMNS, dtype={"type": str})
+        runs = read_csv(files[1], RUN_COLUMNS)
+        try:
+            share = pd.Series(meta["share"], name="share", dtype=float)
+            return cls(points, runs, share, float(meta["L"]), PoolSetting(**meta["pools"]), str(meta["model"]))
+        except (TypeError, ValueError) as e:
+            raise InputError(f"{files[2]}: a wrong value ({e}); make the profile again") from None
 
 
 def grid_points(M_values, N_values) -> list[tuple[int, int]]:
