@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import InputError, TraceError
+from ..run.progress import LineProgress, progress
 
 # Wide tables stay whole when piped (rich would squeeze them to 80 columns); messages
 # are never wrapped, so a path or a field name stays on one line.
@@ -22,11 +23,11 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, soft_wrap=True)
 
 
-def run_progress(label: str, quiet: bool = False, counts: bool = True) -> Progress:
-    """A run's progress bar (simulated or live); `counts`: with the live request counts
-    (see `live_tick`)."""
-    return Progress(
-        TextColumn(f"[bold]{label}[/] {{task.description}}"),
+def run_progress(quiet: bool = False, counts: bool = True) -> Progress | LineProgress:
+    """A run's progress (simulated or live): a bar on a terminal, a line per tenth in a
+    log; `counts`: with the live request counts (see `live_tick`)."""
+    return progress(
+        TextColumn("{task.description}"),
         BarColumn(),
         TextColumn("{task.percentage:>5.1f}%"),
         *([TextColumn("{task.fields[counts]}")] if counts else []),
@@ -34,15 +35,17 @@ def run_progress(label: str, quiet: bool = False, counts: bool = True) -> Progre
         TimeRemainingColumn(),
         console=err,
         disable=quiet,
-        transient=True,
     )
 
 
-def live_tick(bar: Progress, task: Any) -> Callable[..., None]:
-    """The load generator's progress callback for `bar`."""
+def live_tick(bar: Progress | LineProgress, task: Any, counts: bool = True) -> Callable[..., None]:
+    """The run's progress callback for `bar`; `counts`: show the live request counts."""
 
     def tick(fraction: float, finished: float = 0, failed: float = 0) -> None:
-        bar.update(task, completed=fraction, counts=f"{finished:,.0f} done, {failed:,.0f} failed")
+        if counts:
+            bar.update(task, completed=fraction, counts=f"{finished:,.0f} done, {failed:,.0f} failed")
+        else:
+            bar.update(task, completed=fraction)
 
     return tick
 
@@ -54,10 +57,10 @@ def execute(label: str, description: str, run: Callable[[Callable[..., None]], A
     from ..report.summary import print_summary
     from ..run import RunInterrupted
 
-    with run_progress(label, quiet, counts) as bar:
-        task = bar.add_task(description, total=1.0, counts="")
+    with run_progress(quiet, counts) as bar:
+        task = bar.add_task(f"[bold]{label}[/] {description}", total=1.0, counts="")
         try:
-            trace, stopped = run(live_tick(bar, task)), False
+            trace, stopped = run(live_tick(bar, task, counts)), False
         except RunInterrupted as e:
             trace, stopped = e.result, True
     folder = trace.write(out_dir)
@@ -79,6 +82,37 @@ def about(path: str) -> Iterator[None]:
         if path in str(e):
             raise
         raise type(e)(f"{path}: {e}") from None
+
+
+def run_length(duration: float | None = None, warmup: float | None = None) -> Callable:
+    """`--duration` and `--warmup`, meaning the same on every command that runs a model:
+    they override the model's `run.duration` — the total seconds of each run, the
+    warm-up included — and `run.warmup`. Defaults: the model's, or those given."""
+
+    def default(value: float | None, field: str) -> str:
+        return f"the model's run.{field}" if value is None else f"{value:g}"
+
+    return options(
+        click.option(
+            "--duration",
+            type=click.FloatRange(min=0, min_open=True),
+            default=duration,
+            help=f"Seconds of each run, warm-up included (default: {default(duration, 'duration')}).",
+        ),
+        click.option(
+            "--warmup",
+            type=click.FloatRange(min=0),
+            default=warmup,
+            help=f"Seconds at the start of each run that are not measured (default: {default(warmup, 'warmup')}).",
+        ),
+    )
+
+
+def with_run_length(model: Any, duration: float | None, warmup: float | None) -> Any:
+    """MODEL (a path or a model) with `--duration`/`--warmup` applied."""
+    from ..model import load_model
+
+    return load_model(model).with_run(duration=duration, warmup=warmup)
 
 
 def options(*decorators: Callable) -> Callable:

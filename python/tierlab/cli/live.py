@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import err, execute, options
+from .common import err, execute, options, run_length
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 
 
@@ -18,8 +18,7 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 @click.option("--http", "mapping", type=click.Path(dir_okay=False), required=True, help="The request types' HTTP mapping (YAML).")
 @click.option("--target", help="HOST:PORT to load (default: the mapping's target).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace (client view).")
-@click.option("--duration", type=float, help="Seconds to run (default: the model's run.duration).")
-@click.option("--warmup", type=float, help="Seconds not measured at the start (default: the model's).")
+@run_length()
 @click.option("--seed", type=int, help="Override run.seed.")
 @click.option("--clients", type=int, help="A closed population of N browsers instead of the model's population.")
 @click.option("--session-rate", type=float, help="An open population: sessions per second.")
@@ -35,6 +34,7 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
 
 
 HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
+CACHING = "DB connection caching: a connection held per request, or per transaction block."
 WORKDIR = click.option(
     "--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False), help="The testbed's state, database file and logs."
 )
@@ -54,11 +54,11 @@ def live() -> None:
     show_default=True,
     help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).",
 )
-@click.option("--port", type=int, default=8080, show_default=True)
+@click.option("--port", type=int, default=8080, show_default=True, help="The bookstore's HTTP port (loopback).")
 @click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
 @click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
 @click.option("--connections", type=int, default=10, show_default=True, help="N, DB connections.")
-@click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True)
+@click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True, help=CACHING)
 @click.option("--items", "num_items", type=int, default=1000, show_default=True, help="TPC-W NUM_ITEMS.")
 @click.option("--ebs", "num_ebs", type=int, default=1, show_default=True, help="TPC-W NUM_EBS (2,880 customers each).")
 def live_up(workdir, db, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
@@ -106,7 +106,7 @@ def live_status(workdir) -> None:
 @WORKDIR
 @click.option("--threads", type=int, help="Resize M.")
 @click.option("--connections", type=int, help="Resize N.")
-@click.option("--caching", type=click.Choice(["request", "transaction"]))
+@click.option("--caching", type=click.Choice(["request", "transaction"]), help=CACHING)
 @click.option("--timeout", type=float, help="Seconds a request waits for a thread or a connection before a 503.")
 def live_config(workdir, threads, connections, caching, timeout) -> None:
     """Set the running bookstore's pools by hand (`live run MODEL` sets them from the model)."""
@@ -120,15 +120,14 @@ def live_config(workdir, threads, connections, caching, timeout) -> None:
 @live.command("run")
 @click.argument("model", type=click.Path(dir_okay=False))
 @HTTP
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace (client records joined with the server's).")
 @WORKDIR
-@click.option("--duration", type=float)
-@click.option("--warmup", type=float)
-@click.option("--seed", type=int)
-@click.option("--clients", type=int)
-@click.option("--session-rate", type=float)
+@run_length()
+@click.option("--seed", type=int, help="Override run.seed.")
+@click.option("--clients", type=int, help="A closed population of N browsers instead of the model's population.")
+@click.option("--session-rate", type=float, help="An open population: sessions per second.")
 @click.option("--tier", help="The model tier whose pools the server takes (default: the one with a threads and a connections pool).")
-@click.option("--quiet", is_flag=True)
+@click.option("--quiet", is_flag=True, help="No progress bar or tables.")
 def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, tier, quiet) -> None:
     """Execute MODEL on the running testbed: the server's pools set from the model (sizes,
     timeouts, caching, priorities), then one measured load; the trace has the simulator's
@@ -144,8 +143,7 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
 LIVE_RUNS = (
     HTTP,
     WORKDIR,
-    click.option("--duration", type=float, default=30.0, show_default=True, help="Measured seconds per run (after the warm-up)."),
-    click.option("--warmup", type=float, default=10.0, show_default=True),
+    run_length(duration=40.0, warmup=10.0),
 )
 
 
@@ -154,7 +152,7 @@ def _live(model: str, mapping, workdir, duration, warmup, tier):
     from ..live.testbed import LiveRunner, Testbed
     from ..model import load_model
 
-    loaded = load_model(model).with_changes({"run.duration": warmup + duration, "run.warmup": warmup})
+    loaded = load_model(model).with_changes({"run.duration": duration, "run.warmup": warmup})
     return loaded, LiveRunner(Testbed(workdir), _mapping(model, mapping), tier)
 
 

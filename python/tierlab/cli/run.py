@@ -8,15 +8,14 @@ from pathlib import Path
 
 import click
 
-from .common import execute, out
+from .common import execute, out, run_length, with_run_length
 
 
 @click.command("simulate")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), required=True, help="Folder for the trace.")
 @click.option("--seed", type=int, help="Override run.seed.")
-@click.option("--duration", type=float, help="Override run.duration (seconds).")
-@click.option("--warmup", type=float, help="Override run.warmup (seconds).")
+@run_length()
 @click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
 def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
@@ -55,13 +54,16 @@ def schema_cmd() -> None:
 @click.option("--workers", type=int, help="Local worker processes (default: one per core).")
 @click.option("--scheduler", help="Run on this Dask scheduler instead.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
-def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir) -> None:
+@run_length()
+def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, warmup) -> None:
     """Black-box capacity: a load ramp and the knee of its p90 response time."""
     from ..experiments.ramp import ramp, retransmission_threshold
     from ..report.plots import ramp_plot
 
     steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
-    table, knee = ramp(model, steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start)
+    table, knee = ramp(
+        with_run_length(model, duration, warmup), steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start
+    )
     out.print(table.to_string(index=False), markup=False, soft_wrap=True)
     if knee.load is None:
         out.print(

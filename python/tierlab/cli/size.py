@@ -9,7 +9,7 @@ import click
 from rich.table import Table
 
 from ..errors import InputError
-from .common import about, err, ints, options, out, write_json
+from .common import about, err, ints, options, out, run_length, with_run_length, write_json
 
 
 @click.group("size")
@@ -33,20 +33,21 @@ VALIDATE_OPTIONS = options(
     click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s."),
     click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
     click.option("--tier", help="The tier whose pools are sized."),
-    click.option("--json", "json_out", type=click.Path(dir_okay=False)),
+    click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result and every trial as JSON here."),
 )
 SIMULATED = options(
     click.option("--workers", type=int, help="Local worker processes (default: one per core)."),
     click.option("--scheduler", help="Run on this Dask scheduler (tcp://host:8786) instead."),
+    run_length(),
 )
 
 
 @size.command("profile")
 @PROFILE_OPTIONS
 @SIMULATED
-def size_profile(model, out_dir, M, N, seeds, overload, tier, workers, scheduler) -> None:
+def size_profile(model, out_dir, M, N, seeds, overload, tier, workers, scheduler, duration, warmup) -> None:
     """Profiling tests: p_i and q_i at each (M, N) under slight overload."""
-    run_profile(model, out_dir, M, N, seeds, overload, tier, workers=workers, scheduler=scheduler)
+    run_profile(with_run_length(model, duration, warmup), out_dir, M, N, seeds, overload, tier, workers=workers, scheduler=scheduler)
 
 
 def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
@@ -106,9 +107,9 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
 @size.command("validate")
 @VALIDATE_OPTIONS
 @SIMULATED
-def size_validate(model, configs, start, step, runs, tier, json_out, workers, scheduler) -> None:
+def size_validate(model, configs, start, step, runs, tier, json_out, workers, scheduler, duration, warmup) -> None:
     """Measure the maximum sustainable session throughput of (M, N) configurations."""
-    run_validate(model, configs, start, step, runs, tier, json_out, workers=workers, scheduler=scheduler)
+    run_validate(with_run_length(model, duration, warmup), configs, start, step, runs, tier, json_out, workers=workers, scheduler=scheduler)
 
 
 def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> None:
@@ -133,7 +134,7 @@ def cost() -> None:
 @cost.command("fit")
 @click.argument("table", type=click.Path(dir_okay=False))
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write measured vs model to this PNG.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write a, b, c, their standard errors, R² and y*(x) as JSON here.")
 def cost_fit(table, plot, json_out) -> None:
     """Fit a CSV with columns clients,threads,value; report a, b, c, R² and y*(x)."""
     from ..analysis.costfit import fit, read_table
@@ -163,12 +164,11 @@ def cost_fit(table, plot, json_out) -> None:
 @click.option("--threads", required=True, help="Thread pool sizes y, comma-separated.")
 @click.option("--pool", help="TIER.POOL of the thread pool, if the model has several.")
 @click.option("--out", "out_csv", required=True, type=click.Path(dir_okay=False), help="Write the table (clients,threads,value) here.")
-@click.option("--workers", type=int)
-@click.option("--scheduler")
-def cost_simulate(model, clients, threads, pool, out_csv, workers, scheduler) -> None:
+@SIMULATED
+def cost_simulate(model, clients, threads, pool, out_csv, workers, scheduler, duration, warmup) -> None:
     """Build the measurement table by simulation (mean response time, closed model)."""
     from ..experiments.costtable import simulate_table
 
-    table = simulate_table(model, ints(clients), ints(threads), pool=pool, workers=workers, scheduler=scheduler)
+    table = simulate_table(with_run_length(model, duration, warmup), ints(clients), ints(threads), pool=pool, workers=workers, scheduler=scheduler)
     table.to_csv(out_csv, index=False)
     out.print(f"{len(table)} points written to [bold]{out_csv}[/]")

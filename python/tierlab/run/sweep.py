@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import InputError, ModelError
 from ..model import LoadedModel, ModelWarning, load_model
 from ..trace import Trace
+from .progress import progress as show_progress
 from .simulate import simulate
 
 T = TypeVar("T")
@@ -66,7 +67,7 @@ def sweep(
             raise ModelError([(f"run {i} ({_label(run)}): {path}", msg) for path, msg in e.problems], e.source) from None
     tasks = [(loaded, run, measure) for run in runs]
     results: list[Any] = [None] * len(tasks)
-    with Progress(
+    with show_progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
@@ -74,7 +75,6 @@ def sweep(
         TimeRemainingColumn(),
         console=Console(stderr=True),
         disable=progress is None,
-        transient=True,
     ) as bar:
         task = bar.add_task(progress or "", total=len(tasks))
 

@@ -1,0 +1,84 @@
+"""The command line as a user meets it: every option explained, the same run-length
+options wherever a model runs, progress in a log, tables whole when piped."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+import pytest
+
+from tierlab.cli import cli
+
+from conftest import EXAMPLES
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
+    found: dict[str, click.Command] = {}
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _commands(command, (*path, name))
+        else:
+            found[" ".join((*path, name))] = command
+    return found
+
+
+COMMANDS = _commands(cli)
+# Every command that runs a model: simulated, or on a live server.
+RUNS_A_MODEL = ["simulate", "ramp", "load", "live run", "live profile", "live validate", "size profile", "size validate", "cost simulate"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_option_has_help(name):
+    command = COMMANDS[name]
+    assert command.help, f"`tierlab {name}` has no help text"
+    bare = [p.opts[0] for p in command.params if isinstance(p, click.Option) and not p.help]
+    assert not bare, f"`tierlab {name}`: options without help: {', '.join(bare)}"
+
+
+@pytest.mark.parametrize("name", RUNS_A_MODEL)
+def test_run_length_options_mean_the_same_everywhere(name):
+    options = {p.name: p for p in COMMANDS[name].params}
+    duration, warmup = options["duration"], options["warmup"]
+    assert "warm-up included" in duration.help and "not measured" in warmup.help
+    assert isinstance(duration.type, click.FloatRange) and duration.type.min == 0 and duration.type.min_open
+
+
+def cli_run(*args: str) -> subprocess.CompletedProcess:
+    """`tierlab ARGS` with stdout and stderr piped, as in a log."""
+    return subprocess.run([sys.executable, "-m", "tierlab.cli", *args], capture_output=True, text=True)
+
+
+def test_a_single_run_reports_every_tenth_in_a_log():
+    from io import StringIO
+
+    from rich.console import Console
+
+    from tierlab.run.progress import LineProgress, progress
+
+    log = StringIO()
+    console = Console(file=log, width=200)
+    bar = progress("{task.description}", console=console)
+    assert isinstance(bar, LineProgress)  # not a terminal
+    with bar:
+        task = bar.add_task("[bold]simulating[/] m", total=1.0, counts="")
+        for k in range(1, 41):
+            bar.update(task, completed=k / 40, counts=f"{k} done")
+    lines = log.getvalue().splitlines()
+    assert [line.split(": ")[1].split(",")[0] for line in lines] == [f"({p}%)" for p in range(10, 101, 10)]
+    assert lines[-1].startswith("simulating m: (100%)") and lines[-1].endswith("40 done")
+
+
+def test_sweeps_and_runs_say_what_they_do_in_a_log(tmp_path):
+    # stderr is a pipe here: one line per run of the ramp; --duration/--warmup shorten
+    # every run (50 s measured: ok = throughput × 50).
+    r = cli_run("ramp", str(EXAMPLES / "tpcw_2tier.yaml"), "--loads", "1,2,3", "--workers", "1", "--duration", "60", "--warmup", "10", "--out", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert [line.split(" (")[0] for line in r.stderr.splitlines() if line.startswith("ramp:")] == ["ramp: 1/3", "ramp: 2/3", "ramp: 3/3"]
+    import pandas as pd
+
+    table = pd.read_csv(tmp_path / "ramp.csv")
+    assert (table.ok == (table.throughput * 50).round()).all()
+    r = cli_run("simulate", str(EXAMPLES / "tpcw_2tier.yaml"), "--out", str(tmp_path / "t"), "--duration", "30", "--warmup", "5")
+    assert r.returncode == 0 and "simulating tpcw-2tier: (100%)" in r.stderr
