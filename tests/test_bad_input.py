@@ -130,11 +130,11 @@ def test_overloaded_open_workload_warns_but_runs():
     assert t.summary["measured_seconds"] == 20
 
 
-def test_engine_panic_becomes_python_exception():
-    """A malformed engine input that slips past the checks must not abort Python."""
+def test_engine_refusals_name_the_field():
+    """A malformed engine input that slips past the checks gets the engine's own error."""
     m = json.loads(json.dumps(tierlab.load_model(BASE).engine()))
     m["types"][0]["programs"][0].insert(0, {"op": "delay", "time": {"kind": "empirical", "values": [], "cumulative": []}})
-    with pytest.raises(RuntimeError, match="engine failed"):
+    with pytest.raises(ValueError, match=r"engine model: requests\.A\.app\[0\]: .* is not a valid distribution"):
         _core.simulate(json.dumps(m))
     with pytest.raises(ValueError, match="engine model"):
         _core.simulate('{"tiers": []}')

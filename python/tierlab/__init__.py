@@ -5,12 +5,13 @@ system, validated and compiled) → `trace` (the one schema every run writes) �
 (simulate, sweep) → `live` (the same model on a real server) → `analysis` (what a
 trace says) → `experiments` (many runs and their analyses) → `report` → `cli`."""
 
-from .errors import InputError, ModelError, TraceError
+from .errors import EngineError, InputError, ModelError, TraceError
 from .model import LoadedModel, ModelWarning, load_model
 from .run import RunInterrupted, simulate
 from .trace import PHASES, Trace, read_trace
 
 __all__ = [
+    "EngineError",
     "InputError",
     "LoadedModel",
     "PHASES",

@@ -14,6 +14,11 @@ class ModelError(ValueError):
         super().__init__(f"invalid model{where}:\n" + "\n".join(lines))
 
 
+class EngineError(RuntimeError):
+    """The engine failed on a model that passed every check (a Rust panic, caught by
+    the bindings): a bug in tierlab, to be reported with the model."""
+
+
 class TraceError(ValueError):
     """A trace folder is missing a table or has the wrong columns."""
 

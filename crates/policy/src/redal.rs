@@ -35,15 +35,20 @@ pub struct RedalConfig {
     pub wait: bool,
 }
 
+/// Reservations are kept per slice up to h/d slices ahead, each a vector over the
+/// servers: more slices than this is a typo, not a setting.
+pub const MAX_SLICES_AHEAD: f64 = 100_000.0;
+
 impl RedalConfig {
     pub fn check(&self) -> Result<(), String> {
         let c = self;
         if !(c.alpha > 0.0 && c.alpha <= 1.0) {
             return Err(format!("alpha = {} is outside (0, 1]", c.alpha));
         }
-        if !(c.slice > 0.0 && c.slice < c.think_time) {
+        if !(c.slice > 0.0 && c.slice < c.think_time && c.think_time / c.slice <= MAX_SLICES_AHEAD)
+        {
             return Err(format!(
-                "slice d = {} must be > 0 and less than the think time h = {} (C = ⌈h/d⌉ slices ahead)",
+                "slice d = {} must be > 0 and less than the think time h = {}, with at most {MAX_SLICES_AHEAD} slices C = ⌈h/d⌉ ahead",
                 c.slice, c.think_time
             ));
         }

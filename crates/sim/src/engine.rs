@@ -5,6 +5,7 @@ use rand::RngExt;
 use trace::{Output, Status, BEFORE_DB, OTHER, WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE};
 use workload::dist::Dist;
 use workload::rng::{Stream, Streams};
+use workload::spec::Population;
 
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
@@ -198,7 +199,8 @@ impl Sim {
 
     /// Run to the model's duration. `tick(fraction done)` is called now and then; it
     /// returns false to stop early (the output then covers the time simulated so far).
-    pub fn run(mut self, mut tick: impl FnMut(f64) -> bool) -> Output {
+    /// A model whose clock stops (events for ever at one instant) is an error.
+    pub fn run(mut self, mut tick: impl FnMut(f64) -> bool) -> Result<Output, String> {
         let (duration, window, warmup) =
             (self.m.run.duration, self.m.run.window, self.m.run.warmup);
         self.events.push(window.min(duration), Ev::Window);
@@ -215,11 +217,21 @@ impl Sim {
         }
         self.start_workload();
         let mut interrupted = false;
+        let (stall_limit, mut same_instant) = (self.stall_limit(), 0u64);
         while let Some(t) = self.events.peek_time() {
             if t > duration {
                 break;
             }
             let (t, ev) = self.events.pop().expect("peeked");
+            same_instant = if t > self.now { 0 } else { same_instant + 1 };
+            if same_instant > stall_limit {
+                return Err(format!(
+                    "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
+                     at that instant): closed clients with no think time whose requests take no time \
+                     (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
+                     resend for ever; give workload.think a positive mean or let requests wait"
+                ));
+            }
             self.now = t;
             self.handle(ev);
             self.events_done += 1;
@@ -234,7 +246,17 @@ impl Sim {
         tick(self.now / duration);
         let events = self.events_done;
         let (obs, v) = self.observed();
-        obs.finish(v, interrupted, events)
+        Ok(obs.finish(v, interrupted, events))
+    }
+
+    /// Events at one instant beyond which the clock has stopped: more than the start
+    /// of every closed client (a few events each) can need.
+    fn stall_limit(&self) -> u64 {
+        let clients = match self.m.workload.population {
+            Population::Closed { clients } => u64::from(clients),
+            Population::Open { .. } => 0,
+        };
+        1_000_000 + 16 * clients
     }
 
     /// The observer and what it sees of the simulation now.

@@ -21,5 +21,5 @@ pub use engine::Sim;
 /// Simulate a model given as engine JSON. `tick(fraction)` may return false to stop.
 pub fn simulate(model_json: &str, tick: impl FnMut(f64) -> bool) -> Result<trace::Output, String> {
     let model = model::Model::from_json(model_json)?;
-    Ok(Sim::new(model).run(tick))
+    Sim::new(model).run(tick)
 }

@@ -6,7 +6,7 @@
 use policy::Policy;
 use serde::Deserialize;
 use workload::dist::Dist;
-use workload::spec::{StateRole, Workload};
+use workload::spec::{Population, SessionEnd, StateRole, Workload};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -270,6 +270,11 @@ pub struct Run {
     pub records: bool,
 }
 
+/// Servers per tier, and dispatchers: each is a structure allocated up front.
+pub const MAX_SERVERS: usize = 1_000_000;
+/// Pools per tier: a request's held pools are a 64-bit set.
+pub const MAX_POOLS: usize = 64;
+
 impl Model {
     pub fn from_json(s: &str) -> Result<Model, String> {
         let m: Model = serde_json::from_str(s).map_err(|e| format!("engine model: {e}"))?;
@@ -277,104 +282,232 @@ impl Model {
         Ok(m)
     }
 
-    fn check(&self) -> Result<(), String> {
+    /// Every invariant the engine relies on. An error reads `engine model: PATH: why`,
+    /// PATH being the field of the model file (names, as the Python compiler gave
+    /// them), so the bindings' caller can name it.
+    pub fn check(&self) -> Result<(), String> {
+        self.problem().map_or(Ok(()), |(path, why)| {
+            Err(format!("engine model: {path}: {why}"))
+        })
+    }
+
+    fn problem(&self) -> Option<(String, String)> {
         let nt = self.tiers.len();
-        let fail = |what: String| Err(format!("engine model: {what}"));
+        let bad = |path: &str, why: &str| Some((path.to_string(), why.to_string()));
         if nt == 0 || self.types.is_empty() {
-            return fail("needs at least one tier and one request type".into());
+            return bad("tiers", "needs at least one tier and one request type");
         }
         for t in &self.tiers {
-            if t.servers == 0 {
-                return fail(format!("tier {}: servers must be ≥ 1", t.name));
+            if let Some(p) = self.tier_problem(t) {
+                return Some(p);
             }
-            if let Some(g) = &t.gc {
-                if !(g.heap > 0.0 && g.allocation >= 0.0 && g.pause >= 0.0 && g.per_request >= 0.0)
-                {
-                    return fail(format!(
-                        "tier {}: gc needs heap > 0 and non-negative rates",
-                        t.name
-                    ));
-                }
+        }
+        for l in &self.links {
+            let w = l.initial_window;
+            if !(positive(l.bandwidth)
+                && (0.0..1.0).contains(&l.loss)
+                && positive(l.mss)
+                && finite_non_negative(l.rto)
+                && w.is_none_or(|w| w.is_finite() && w >= 1.0))
+            {
+                return bad(
+                    &format!("links.{}", l.name),
+                    "bandwidth and mss finite and > 0, loss in [0, 1), rto ≥ 0, initial_window ≥ 1",
+                );
             }
-            let d = &t.dispatch;
-            if d.dispatchers == 0 || (d.hierarchical && d.dispatchers > t.servers) {
-                return fail(format!(
-                    "tier {}: need 1 ≤ dispatchers (≤ servers if hierarchical)",
-                    t.name
-                ));
-            }
-            if !(d.sync_interval > 0.0 && d.sync_delay >= 0.0 && d.queue_timeout > 0.0) {
-                return fail(format!(
-                    "tier {}: sync_interval and queue_timeout > 0, sync_delay ≥ 0",
-                    t.name
-                ));
-            }
-            for b in t.blocks() {
-                d.policy
-                    .check(b.len())
-                    .map_err(|e| format!("engine model: tier {}: {e}", t.name))?;
+            if let Err(e) = l.delay.check() {
+                return Some((format!("links.{}.delay", l.name), e));
             }
         }
         for ty in &self.types {
             if ty.programs.len() != nt {
-                return fail(format!(
-                    "type {}: one program slot per tier expected",
-                    ty.name
-                ));
+                return bad(
+                    &format!("requests.{}", ty.name),
+                    "one program slot per tier expected",
+                );
             }
             for (ti, prog) in ty.programs.iter().enumerate() {
                 if let Some(p) = prog {
-                    self.check_steps(ty, ti, p)?;
+                    let path = format!("requests.{}.{}", ty.name, self.tiers[ti].name);
+                    if let Some(p) = self.steps_problem(ty, ti, p, &path) {
+                        return Some(p);
+                    }
                 }
             }
         }
+        self.workload_problem().or_else(|| {
+            let r = &self.run;
+            let ok = positive(r.duration)
+                && finite_non_negative(r.warmup)
+                && r.warmup < r.duration
+                && positive(r.window);
+            (!ok).then(|| {
+                (
+                    "run".into(),
+                    "need duration > warmup ≥ 0 and window > 0, all finite".into(),
+                )
+            })
+        })
+    }
+
+    fn tier_problem(&self, t: &Tier) -> Option<(String, String)> {
+        let at = |field: &str| format!("tiers.{}{field}", t.name);
+        if !(1..=MAX_SERVERS).contains(&t.servers) {
+            return Some((
+                at(".servers"),
+                format!("servers must be in 1..={MAX_SERVERS}"),
+            ));
+        }
+        if t.pools.len() > MAX_POOLS {
+            return Some((at(".pools"), format!("at most {MAX_POOLS} pools per tier")));
+        }
+        if let Some(g) = &t.gc {
+            if !(positive(g.heap)
+                && finite_non_negative(g.allocation)
+                && finite_non_negative(g.pause)
+                && finite_non_negative(g.per_request))
+            {
+                return Some((
+                    at(".gc"),
+                    "gc needs heap > 0 and finite, non-negative rates".into(),
+                ));
+            }
+        }
+        let d = &t.dispatch;
+        if !(1..=MAX_SERVERS).contains(&d.dispatchers)
+            || (d.hierarchical && d.dispatchers > t.servers)
+        {
+            let why = format!("need 1 ≤ dispatchers ≤ {MAX_SERVERS} (≤ servers if hierarchical)");
+            return Some((at(".dispatch.dispatchers"), why));
+        }
+        if !(positive(d.sync_interval)
+            && finite_non_negative(d.sync_delay)
+            && positive(d.queue_timeout))
+        {
+            let why = "sync interval and queue timeout finite and > 0, sync delay finite and ≥ 0";
+            return Some((at(".dispatch"), why.into()));
+        }
+        for b in t.blocks() {
+            if let Err(e) = d.policy.check(b.len()) {
+                return Some((at(".dispatch"), e));
+            }
+        }
+        for p in &t.pools {
+            let ok = p.size >= 1
+                && p.timeout.is_none_or(finite_non_negative)
+                && p.retransmit.is_none_or(|r| positive(r.initial));
+            if !ok {
+                let why = "size ≥ 1, timeout finite and ≥ 0, retransmit.initial finite and > 0";
+                return Some((at(&format!(".pools.{}", p.name)), why.into()));
+            }
+        }
+        for s in &t.stations {
+            let ok = match s {
+                Station::Cpu {
+                    cores, overhead, ..
+                } => *cores >= 1 && overhead.iter().all(|c| finite_non_negative(*c)),
+                Station::Disk {
+                    iops,
+                    hit_ratio,
+                    channels,
+                    ..
+                } => positive(*iops) && (0.0..=1.0).contains(hit_ratio) && *channels >= 1,
+            };
+            if !ok {
+                let why = "cores/channels ≥ 1, overhead finite and ≥ 0, iops finite and > 0, hit ratio in [0, 1]";
+                return Some((at(&format!(".stations.{}", s.name())), why.into()));
+            }
+        }
+        None
+    }
+
+    fn workload_problem(&self) -> Option<(String, String)> {
         let w = &self.workload;
-        if w.entry_tier >= nt {
-            return fail("workload.entry_tier out of range".into());
+        let bad = |path: &str, why: &str| Some((path.to_string(), why.to_string()));
+        if w.entry_tier >= self.tiers.len() {
+            return bad("workload.entry", "entry tier out of range");
+        }
+        if let Population::Open { session_rate } = w.population {
+            if !positive(session_rate) {
+                return bad("workload.population.session_rate", "must be finite and > 0");
+            }
+        }
+        let dists = [("think", &w.think), ("session_weight", &w.weight)];
+        let end = match &w.end {
+            SessionEnd::Chain => None,
+            SessionEnd::AfterRequests { count } => Some(("session_end.after_requests", count)),
+            SessionEnd::AfterTime { duration, .. } => {
+                Some(("session_end.after_time.duration", duration))
+            }
+        };
+        for (field, d) in dists.into_iter().chain(end) {
+            if let Err(e) = d.check() {
+                return Some((format!("workload.{field}"), e));
+            }
         }
         let c = &w.chain;
         let ns = c.roles.len();
         if c.start >= ns || c.matrix.len() != ns || c.matrix.iter().any(|r| r.len() != ns) {
-            return fail("workload.chain: matrix must be square over its states".into());
+            return bad(
+                "workload.chain",
+                "the matrix must be square over its states",
+            );
         }
-        for role in &c.roles {
+        if c.matrix.iter().flatten().any(|p| !finite_non_negative(*p)) {
+            return bad("workload.chain", "probabilities must be finite and ≥ 0");
+        }
+        for (role, row) in c.roles.iter().zip(&c.matrix) {
             if let StateRole::Request(t) = role {
                 if *t >= self.types.len() || self.types[*t].programs[w.entry_tier].is_none() {
-                    return fail(
-                        "workload.chain: a state names a type with no entry-tier program".into(),
+                    return bad(
+                        "workload.chain",
+                        "a state names a type with no entry-tier program",
                     );
                 }
             }
-        }
-        if self.links.iter().any(|l| {
-            !(0.0..1.0).contains(&l.loss)
-                || l.mss <= 0.0
-                || l.rto < 0.0
-                || l.initial_window.is_some_and(|w| w < 1.0)
-        }) {
-            return fail(
-                "links: loss must be in [0, 1), mss > 0, rto ≥ 0 and initial_window ≥ 1".into(),
-            );
-        }
-        if let Some(b) = &w.burst {
-            if b.factor
-                .iter()
-                .chain(&b.leave)
-                .any(|x| !(x.is_finite() && *x > 0.0))
-            {
-                return fail("workload.burst: factors and leave rates must be positive".into());
+            let walks_on = matches!(role, StateRole::Request(_) | StateRole::Entry);
+            if walks_on && row.iter().sum::<f64>() <= 0.0 {
+                return bad(
+                    "workload.chain",
+                    "every page and entry state needs a way out (a row with a positive sum)",
+                );
             }
         }
-        let r = &self.run;
-        if !(r.duration > 0.0 && r.warmup >= 0.0 && r.warmup < r.duration && r.window > 0.0) {
-            return fail("run: need duration > warmup ≥ 0 and window > 0".into());
+        if !c.request_reachable() {
+            return bad("workload.chain", "no request state can be reached from the start state; sessions would issue nothing");
         }
-        Ok(())
+        if let Some(b) = &w.burst {
+            if b.factor.iter().chain(&b.leave).any(|x| !positive(*x)) {
+                return bad(
+                    "workload.burstiness",
+                    "factors and leave rates must be finite and > 0",
+                );
+            }
+        }
+        None
     }
 
-    fn check_steps(&self, ty: &RequestType, tier: usize, steps: &[Step]) -> Result<(), String> {
+    fn steps_problem(
+        &self,
+        ty: &RequestType,
+        tier: usize,
+        steps: &[Step],
+        path: &str,
+    ) -> Option<(String, String)> {
         let t = &self.tiers[tier];
-        for s in steps {
+        for (i, s) in steps.iter().enumerate() {
+            let at = format!("{path}[{i}]");
+            let dist = match s {
+                Step::Cpu { demand: d, .. }
+                | Step::Disk { accesses: d, .. }
+                | Step::Loop { count: d, .. }
+                | Step::Delay { time: d }
+                | Step::Transfer { bytes: d, .. } => Some(d),
+                _ => None,
+            };
+            if let Some(Err(e)) = dist.map(Dist::check) {
+                return Some((at, e));
+            }
             let bad = match s {
                 Step::Acquire { pool }
                 | Step::Release { pool }
@@ -390,21 +523,35 @@ impl Model {
                 Step::Call { tier: callee } => ty.programs.get(*callee).is_none_or(|p| p.is_none()),
                 Step::Transfer { link, .. } => *link >= self.links.len(),
                 Step::Loop { body, .. } | Step::Session { body } => {
-                    self.check_steps(ty, tier, body)?;
+                    if let Some(p) = self.steps_problem(ty, tier, body, &at) {
+                        return Some(p);
+                    }
                     false
                 }
                 Step::Delay { .. } => false,
             };
             if bad {
-                return Err(format!("engine model: type {}, tier {}: step {s:?} names something that does not exist", ty.name, t.name));
+                return Some((
+                    at,
+                    format!("step {s:?} names something that does not exist"),
+                ));
             }
         }
-        Ok(())
+        None
     }
+}
+
+fn positive(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+fn finite_non_negative(x: f64) -> bool {
+    x.is_finite() && x >= 0.0
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::{json, Value};
 
     use super::*;
@@ -461,31 +608,165 @@ mod tests {
     }
 
     #[test]
-    fn bad_models_get_an_error_naming_the_problem() {
-        let e = error(|m| m["tiers"][0]["servers"] = json!(0));
-        assert!(e.contains("tier app: servers must be ≥ 1"), "{e}");
+    fn bad_models_get_an_error_naming_the_field() {
+        type Edit = fn(&mut Value);
+        let cases: [(Edit, &str); 8] = [
+            (
+                |m| m["tiers"][0]["servers"] = json!(0),
+                "tiers.app.servers: servers must be in 1..=1000000",
+            ),
+            (
+                |m| m["run"]["warmup"] = json!(10.0),
+                "run: need duration > warmup",
+            ),
+            (
+                |m| m["run"]["window"] = json!(0.0),
+                "run: need duration > warmup ≥ 0 and window > 0",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][2]["pool"] = json!(1),
+                "requests.home.app[2]: step Release { pool: 1 }",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][1]["demand"]["mean"] = json!(-1.0),
+                "requests.home.app[1]: Exponential",
+            ),
+            (
+                |m| m["workload"]["chain"]["matrix"] = json!([[1.0, 0.0]]),
+                "workload.chain: the matrix must be square",
+            ),
+            (
+                |m| m["workload"]["chain"]["roles"][0]["type"] = json!(5),
+                "workload.chain: a state names a type with no entry-tier program",
+            ),
+            (
+                |m| m["workload"]["burst"] = json!({"factor": [1.0, 0.0], "leave": [1.0, 1.0]}),
+                "workload.burstiness: factors",
+            ),
+        ];
+        for (edit, text) in cases {
+            let e = error(edit);
+            assert!(e.starts_with("engine model: ") && e.contains(text), "{e}");
+        }
+    }
 
-        let e = error(|m| m["run"]["warmup"] = json!(10.0));
-        assert!(e.contains("run: need duration > warmup"), "{e}");
-
-        let e = error(|m| m["types"][0]["programs"][0][2]["pool"] = json!(1));
+    #[test]
+    fn a_clock_that_stops_is_an_error_not_a_hang() {
+        // Two clients with no think time, one thread that rejects at once: the second
+        // is rejected and resends at the same instant, for ever.
+        let mut m = valid();
+        m["tiers"][0]["pools"][0]["size"] = json!(1);
+        m["tiers"][0]["pools"][0]["timeout"] = json!(0.0);
+        m["workload"]["think"] = json!({"kind": "constant", "value": 0.0});
+        let Err(e) = crate::simulate(&m.to_string(), |_| true) else {
+            panic!("a stopped clock is refused")
+        };
         assert!(
-            e.contains("type home, tier app") && e.contains("Release { pool: 1 }"),
+            e.starts_with("engine model: workload.think: the simulated clock stopped at 0 s"),
             "{e}"
         );
+        // With a think time the same model runs.
+        m["workload"]["think"] = json!({"kind": "constant", "value": 0.001});
+        assert!(crate::simulate(&m.to_string(), |_| true).is_ok());
+    }
 
-        let e = error(|m| m["workload"]["chain"]["matrix"] = json!([[1.0, 0.0]]));
-        assert!(e.contains("workload.chain: matrix must be square"), "{e}");
-
-        let e = error(|m| m["workload"]["chain"]["roles"][0]["type"] = json!(5));
+    #[test]
+    fn a_chain_that_never_reaches_a_request_is_refused() {
+        // An entry start whose only way out is the end state: closed clients would
+        // start empty sessions for ever at one instant.
+        let e = error(|m| {
+            m["workload"]["chain"] = json!({
+                "roles": [{"kind": "entry"}, {"kind": "end"}, {"kind": "request", "type": 0}],
+                "start": 0,
+                "matrix": [[0.0, 1.0, 0.0], [0.0, 0.0, 0.0], [1.0, 0.0, 0.0]],
+            })
+        });
         assert!(
-            e.contains("a state names a type with no entry-tier program"),
+            e.contains("workload.chain: no request state can be reached"),
             "{e}"
         );
+    }
 
-        let e =
-            error(|m| m["workload"]["burst"] = json!({"factor": [1.0, 0.0], "leave": [1.0, 1.0]}));
-        assert!(e.contains("workload.burst"), "{e}");
+    /// The valid model with a field of every kind the engine reads: a disk, a link
+    /// with its transfer, GC, bursts, a loop and a session-time end.
+    fn rich() -> Value {
+        let mut m = valid();
+        let exp = json!({"kind": "exponential", "mean": 0.01, "max": 1.0});
+        m["tiers"][0]["stations"].as_array_mut().unwrap().push(json!({
+            "kind": "disk", "name": "disk", "iops": 100.0, "hit_ratio": 0.5, "channels": 2, "constant_service": false,
+        }));
+        m["tiers"][0]["gc"] =
+            json!({"heap": 64.0, "allocation": 10.0, "pause": 0.05, "per_request": 0.001});
+        m["links"] = json!([{
+            "name": "lan", "bandwidth": 1e6, "delay": {"kind": "uniform", "low": 0.0, "high": 0.01},
+            "shared": true, "loss": 0.01, "mss": 1460.0, "rto": 0.2, "initial_window": 3.0,
+        }]);
+        let body = json!([
+            {"op": "disk", "station": 1, "accesses": {"kind": "lognormal", "mean": 2.0, "sd": 1.0}},
+            {"op": "transfer", "link": 0, "bytes": {"kind": "empirical", "values": [100.0, 5000.0], "cumulative": [0.5, 1.0]}},
+            {"op": "delay", "time": {"kind": "normal", "mean": 0.01, "sd": 0.005}},
+        ]);
+        m["types"][0]["programs"][0]
+            .as_array_mut()
+            .unwrap()
+            .insert(2, json!({"op": "loop", "count": exp, "body": body}));
+        m["workload"]["burst"] = json!({"factor": [5.0, 0.5], "leave": [1.0, 0.1]});
+        m["workload"]["end"] = json!({"kind": "after_time", "duration": exp, "at_state": 0});
+        m
+    }
+
+    /// JSON pointers to every number in `v`.
+    fn numbers(v: &Value, at: String, out: &mut Vec<String>) {
+        match v {
+            Value::Number(_) => out.push(at),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .for_each(|(i, x)| numbers(x, format!("{at}/{i}"), out)),
+            Value::Object(o) => o
+                .iter()
+                .for_each(|(k, x)| numbers(x, format!("{at}/{k}"), out)),
+            _ => {}
+        }
+    }
+
+    /// Any JSON number, with the edges (0, negatives, the extremes of f64, u64, i64)
+    /// drawn often.
+    fn any_number() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            any::<f64>()
+                .prop_filter("JSON numbers are finite", |x| x.is_finite())
+                .prop_map(|x| json!(x)),
+            any::<i64>().prop_map(|x| json!(x)),
+            any::<u64>().prop_map(|x| json!(x)),
+            prop::sample::select(vec![0.0, -1.0, 1e-300, 0.5, 1.0, 2.0, 1e308, f64::MAX])
+                .prop_map(|x| json!(x)),
+        ]
+    }
+
+    #[test]
+    fn the_rich_model_is_valid() {
+        Model::from_json(&rich().to_string()).unwrap();
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Arbitrary numbers anywhere in a valid model give Ok or an error, never a panic.
+        #[test]
+        fn any_numbers_give_ok_or_an_error_never_a_panic(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any_number()), 1..5)
+        ) {
+            let mut m = rich();
+            let mut leaves = Vec::new();
+            numbers(&m, String::new(), &mut leaves);
+            for (ix, x) in edits {
+                *m.pointer_mut(&leaves[ix.index(leaves.len())]).unwrap() = x;
+            }
+            if let Err(e) = Model::from_json(&m.to_string()) {
+                prop_assert!(e.starts_with("engine model: "), "{}", e);
+            }
+        }
     }
 
     #[test]

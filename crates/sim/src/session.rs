@@ -171,11 +171,17 @@ impl Sim {
         }
     }
 
-    /// A closed-population client starts its next session with a think time.
+    /// A closed-population client starts its next session with a think time. Sessions
+    /// that end before any request (the chain went from its entry state to its end) are
+    /// replaced in a loop, not by recursion: a long run of them overflowed the stack.
+    /// `Model::check` makes sure a request is reachable, so the loop ends.
     fn new_session_after_think(&mut self) {
-        if let Some((slot, ty)) = self.begin_session() {
-            self.sessions.slots[slot as usize].pending = ty;
-            self.schedule_send(slot);
+        loop {
+            if let Some((slot, ty)) = self.begin_session() {
+                self.sessions.slots[slot as usize].pending = ty;
+                self.schedule_send(slot);
+                return;
+            }
         }
     }
 
@@ -230,7 +236,7 @@ impl Sim {
         {
             Some(ty) => Some((slot, ty)),
             None => {
-                self.end_session(slot);
+                self.count_ended(slot);
                 None
             }
         }
@@ -254,14 +260,19 @@ impl Sim {
     }
 
     fn end_session(&mut self, slot: u32) {
+        self.count_ended(slot);
+        if matches!(self.m.workload.population, Population::Closed { .. }) {
+            self.new_session_after_think();
+        }
+    }
+
+    /// Count a finished session and free its slot.
+    fn count_ended(&mut self, slot: u32) {
         let s = &mut self.sessions;
         if s.measuring {
             s.completed += 1;
             s.requests_of_completed += s.slots[slot as usize].walk.requests;
         }
         s.free.push(slot);
-        if matches!(self.m.workload.population, Population::Closed { .. }) {
-            self.new_session_after_think();
-        }
     }
 }

@@ -39,6 +39,36 @@ pub enum Dist {
 }
 
 impl Dist {
+    /// The invariants `sample` relies on: finite, non-negative parameters, a positive
+    /// exponential or lognormal mean, and an empirical table with one cumulative
+    /// weight per value, non-decreasing up to 1.
+    pub fn check(&self) -> Result<(), String> {
+        let ok = |x: f64| x.is_finite() && x >= 0.0;
+        let fine = match self {
+            Dist::Constant { value } => ok(*value),
+            Dist::Exponential { mean, max } => ok(*mean) && *mean > 0.0 && max.is_none_or(ok),
+            Dist::Uniform { low, high } => ok(*low) && ok(*high) && low <= high,
+            Dist::Normal { mean, sd } => ok(*mean) && ok(*sd),
+            // σ² = ln(1 + (sd/mean)²) must be finite for the sampler.
+            Dist::Lognormal { mean, sd } => {
+                ok(*mean) && *mean > 0.0 && ok(*sd) && (sd / mean).powi(2).is_finite()
+            }
+            Dist::Empirical { values, cumulative } => {
+                !values.is_empty()
+                    && values.len() == cumulative.len()
+                    && values.iter().all(|v| ok(*v))
+                    && cumulative.iter().all(|c| ok(*c) && *c <= 1.0)
+                    && cumulative.windows(2).all(|w| w[0] <= w[1])
+                    && cumulative.last() == Some(&1.0)
+            }
+        };
+        if fine {
+            Ok(())
+        } else {
+            Err(format!("{self:?} is not a valid distribution (parameters must be finite and ≥ 0, means > 0, empirical weights one per value)"))
+        }
+    }
+
     pub fn sample(&self, rng: &mut Pcg64Mcg) -> f64 {
         match self {
             Dist::Constant { value } => *value,

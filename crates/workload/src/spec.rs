@@ -60,6 +60,29 @@ pub struct Chain {
     pub matrix: Vec<Vec<f64>>,
 }
 
+impl Chain {
+    /// Whether a session can issue a request: a request state is reached from the
+    /// start through entry states (a walk through BACK or END first ends at once).
+    pub fn request_reachable(&self) -> bool {
+        let mut seen = vec![false; self.roles.len()];
+        let mut todo = vec![self.start];
+        while let Some(s) = todo.pop() {
+            if std::mem::replace(&mut seen[s], true) {
+                continue;
+            }
+            match self.roles[s] {
+                StateRole::Request(_) => return true,
+                StateRole::Entry => {}
+                _ if s != self.start => continue,
+                _ => {}
+            }
+            let row = &self.matrix[s];
+            todo.extend((0..row.len()).filter(|&j| row[j] > 0.0 && !seen[j]));
+        }
+        false
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SessionEnd {

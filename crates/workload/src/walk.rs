@@ -132,7 +132,10 @@ impl Navigator {
                     to
                 }
             };
-            if now >= walk.deadline && at_state.is_none_or(|s| s == page) {
+            // The session-time rule ends a session after its first request, never
+            // before (as after_requests keeps at least one): a session ended before
+            // any request restarted at once, without end, in a closed population.
+            if walk.requests > 0 && now >= walk.deadline && at_state.is_none_or(|s| s == page) {
                 return None;
             }
             walk.state = page;
@@ -254,5 +257,16 @@ mod tests {
             [0, 1],
             "without at_state: at once"
         );
+    }
+
+    #[test]
+    fn a_session_past_its_deadline_still_issues_its_first_request() {
+        // From an entry state (TPC-W's INIT) with a zero session time: one request.
+        let end = SessionEnd::AfterTime {
+            duration: Dist::Constant { value: 0.0 },
+            at_state: None,
+        };
+        let w = workload(vec![StateRole::Entry, A], &[1, 1], end);
+        assert_eq!(session(&w, &[1.0, 2.0]), [0]);
     }
 }

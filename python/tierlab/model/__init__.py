@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ class LoadedModel:
         try:
             spec = Model.model_validate(data)
         except ValidationError as e:
-            raise _model_error(e, self.source) from None
+            raise _model_error(e, self.source, data) from None
         return LoadedModel(spec, self.base_dir, self.source)
 
     def with_run(self, **changes: Any) -> LoadedModel:
@@ -74,14 +75,40 @@ class LoadedModel:
         return self.with_changes({f"run.{k}": v for k, v in changes.items() if v is not None})
 
 
-def _model_error(e: ValidationError, source: str | None, prefix: str = "") -> ModelError:
-    problems = []
+class _Loader(yaml.SafeLoader):
+    """PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent
+    (`1.0e+9`): `1e-9` and `1.0e9` would be texts. As YAML 1.2 and editors do, read
+    them as numbers (the model's number fields refuse texts)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def _model_error(e: ValidationError, source: str | None, data: Any) -> ModelError:
+    """The validation errors by field path, one per field (a union reports each of its
+    members: the first, the plain form, is kept)."""
+    problems: dict[str, str] = {}
     for err in e.errors():
-        path = field_path(err["loc"])
-        if prefix:
-            path = f"{prefix}.{path}" if path else prefix
-        problems.append((path, err["msg"]))
-    return ModelError(problems, source)
+        problems.setdefault(field_path(_in_data(err["loc"], data)), err["msg"])
+    return ModelError(list(problems.items()), source)
+
+
+def _in_data(loc: tuple, data: Any) -> tuple:
+    """The parts of an error location that index the model file: pydantic adds the
+    union member tried (a discriminator value, `float`, `list[…]`), which is not in it.
+    A last part that is not in the data is kept: a missing field."""
+    out, node = [], data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node):
+            node = node[part]
+            out.append(part)
+        elif i == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
+            out.append(part)
+    return tuple(out)
 
 
 def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path | None = None) -> LoadedModel:
@@ -99,7 +126,7 @@ def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path |
         name = str(path)
         base_dir = base_dir or path.parent
         try:
-            source = yaml.safe_load(path.read_text())
+            source = yaml.load(path.read_text(), Loader=_Loader)
         except yaml.YAMLError as e:
             raise ModelError([("", f"not valid YAML: {e}")], name) from None
     if isinstance(source, dict):
@@ -108,7 +135,7 @@ def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path |
         try:
             source = Model.model_validate(source)
         except ValidationError as e:
-            raise _model_error(e, name) from None
+            raise _model_error(e, name, source) from None
     if not isinstance(source, Model):
         raise ModelError([("", f"expected a mapping at the top level, got {type(source).__name__}")], name)
     return LoadedModel(source, Path(base_dir or Path.cwd()), name)

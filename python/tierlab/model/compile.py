@@ -10,6 +10,7 @@ from pathlib import Path
 from . import dist
 from .burst import fit_mmpp
 from .chain import ChainData, read_chain, visit_mix
+from .limits import run_size_problems
 from .spec import (
     Acquire,
     AfterRequests,
@@ -118,7 +119,14 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     if chain is not None and not chain_bad:
         engine_chain, roles = _chain(m, chain, entry, bad)
         if not bad:
-            busy_per_session = _cpu_per_session(m, chain, roles, entry)
+            mix, per_session = visit_mix(chain, chain.index(w.chain.start), roles)
+            if isinstance(w.session_end, AfterRequests):
+                per_session = min(per_session, dist.mean(w.session_end.after_requests))
+            busy, steps_each = _per_request(m, mix, entry)
+            if per_session < float("inf"):
+                busy_per_session = {k: v * per_session for k, v in busy.items()}
+            for where, problem in run_size_problems(m, busy, steps_each, per_session):
+                bad.add(where, problem)
 
     end: dict = {"kind": "chain"}
     if isinstance(w.session_end, AfterRequests):
@@ -139,6 +147,8 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     r = m.run
     if r.warmup >= r.duration:
         bad.add("run.warmup", f"warm-up ({r.warmup} s) must be shorter than the duration ({r.duration} s)")
+    if r.window > r.duration:
+        bad.add("run.window", f"the monitoring window ({r.window} s) is longer than the run ({r.duration} s); lower run.window")
     engine = {
         "tiers": engine_tiers,
         "links": [
@@ -406,15 +416,14 @@ def _chain(m: Model, chain: ChainData, entry: str, bad: _Problems) -> tuple[dict
     return {"roles": engine_roles, "start": start, "matrix": chain.matrix.tolist()}, roles
 
 
-def _cpu_demand(m: Model, ty: str, tname: str, mult: float, out: dict) -> None:
-    """Add the expected CPU seconds per request of type `ty` to out[(tier, station)]."""
+def _walk_expected(m: Model, ty: str, tname: str, mult: float, visit) -> None:
+    """Call `visit(step, tier, count)` for each step a request of type `ty` runs from
+    tier `tname` on, with its expected count per request (loops and calls followed)."""
 
     def walk(steps, tname, mult):
         for s in steps:
-            if isinstance(s, CpuStep):
-                station = s.on or next(n for n, st in m.tiers[tname].stations.items() if st.kind == "cpu")
-                out[(tname, station)] = out.get((tname, station), 0.0) + mult * dist.mean(s.cpu)
-            elif isinstance(s, Loop):
+            visit(s, tname, mult)
+            if isinstance(s, Loop):
                 walk(s.loop.steps, tname, mult * dist.mean(s.loop.count))
             elif (inner := _children(s)) is not None:
                 walk(inner, tname, mult)
@@ -424,19 +433,23 @@ def _cpu_demand(m: Model, ty: str, tname: str, mult: float, out: dict) -> None:
     walk(m.requests[ty].programs()[tname], tname, mult)
 
 
-def _cpu_per_session(m: Model, chain: ChainData, roles: list[str], entry: str) -> dict:
-    """Expected CPU-seconds per session at each (tier, station), divided by its cores:
-    the station's busy time per session (concurrency overhead not counted)."""
-    w = m.workload
-    mix, per_session = visit_mix(chain, chain.index(w.chain.start), roles)
-    if isinstance(w.session_end, AfterRequests):
-        per_session = min(per_session, dist.mean(w.session_end.after_requests))
-    if per_session == float("inf"):
-        return {}
+def _per_request(m: Model, mix: dict[str, float], entry: str) -> tuple[dict, float]:
+    """Per request of the mix: the expected CPU-seconds at each (tier, station),
+    divided by its cores (the station's busy time; concurrency overhead not counted),
+    and the expected number of steps."""
     demand: dict = {}
+    steps = 0.0
+
+    def visit(s, tname: str, count: float) -> None:
+        nonlocal steps
+        steps += count
+        if isinstance(s, CpuStep):
+            station = s.on or next(n for n, st in m.tiers[tname].stations.items() if st.kind == "cpu")
+            demand[(tname, station)] = demand.get((tname, station), 0.0) + count * dist.mean(s.cpu)
+
     for state, frac in mix.items():
-        _cpu_demand(m, w.chain.types.get(state, state), entry, frac * per_session, demand)
-    return {(t, st): d / (m.tiers[t].servers * _cores(m.tiers[t].stations[st])) for (t, st), d in demand.items()}
+        _walk_expected(m, m.workload.chain.types.get(state, state), entry, frac, visit)
+    return {(t, st): d / (m.tiers[t].servers * _cores(m.tiers[t].stations[st])) for (t, st), d in demand.items()}, steps
 
 
 def _cores(station: Cpu | Disk) -> int:

@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-NonNeg = Annotated[float, Field(ge=0)]
-Pos = Annotated[float, Field(gt=0)]
+from .types import NonNeg, Pos
 
 
 class _Strict(BaseModel):
@@ -58,8 +58,6 @@ class Exponential(_Dist):
         return e if isinstance(e, ExpParams) else ExpParams(mean=e)
 
     def mean(self) -> float:
-        import math
-
         p = self._p()
         return p.mean if p.max is None else p.mean * (1 - math.exp(-p.max / p.mean))
 
@@ -106,6 +104,12 @@ class Normal(_Dist):
 class LognormalParams(_Strict):
     mean: Pos
     sd: Pos
+
+    @model_validator(mode="after")
+    def _finite_shape(self):
+        if not math.isfinite((self.sd / self.mean) ** 2):
+            raise ValueError(f"lognormal: sd / mean = {self.sd / self.mean:.3g} is too large (its σ² = ln(1 + (sd/mean)²) overflows)")
+        return self
 
 
 class Lognormal(_Dist):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, model_validator
 
 from .dist import Dist
+from .types import I32, U32, U64, Integer, NonNeg, Number, Pos, PosSeconds, PosU32, Seconds, Servers
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
 
@@ -23,21 +24,17 @@ class Retransmit(Strict):
     """TCP SYN retransmission: a dropped attempt is retried after `initial` seconds,
     then 2×, 4× … that; after `attempts` retries the request is rejected."""
 
-    initial: Annotated[float, Field(gt=0)] = Field(3.0, description="seconds (3 s classic, 1 s on modern stacks)")
-    attempts: Annotated[int, Field(ge=1)] = 5
+    initial: PosSeconds = Field(3.0, description="seconds (3 s classic, 1 s on modern stacks)")
+    attempts: Annotated[Integer, Field(ge=1, le=64, description="retries; beyond 64 doublings the wait outlasts any run")] = 5
 
 
 class Pool(Strict):
     """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
 
     kind: Literal["threads", "connections", "other"] = Field("other", description="threads/connections decide which request phase holding or waiting counts as")
-    size: Annotated[int, Field(ge=1, le=1_000_000)]
-    timeout: Annotated[float, Field(ge=0)] | None = Field(
-        None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever"
-    )
-    max_queue: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="waiters beyond this are rejected at once (or dropped, with `retransmit`): an accept backlog"
-    )
+    size: Annotated[Integer, Field(ge=1, le=1_000_000)]
+    timeout: Seconds | None = Field(None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever")
+    max_queue: U32 | None = Field(None, description="waiters beyond this are rejected at once (or dropped, with `retransmit`): an accept backlog")
     retransmit: Retransmit | None = Field(None, description="when full: drop the attempt and let the client retransmit")
     queue: Literal["fifo", "priority"] = Field("fifo", description="priority: lower request-type priority is served first")
     caching: Literal["transaction", "request"] = Field(
@@ -52,8 +49,8 @@ class Cpu(Strict):
     (1 + c1·(n−1) + c2·(n−1)² + …): `overhead` gives c1 (a number) or [c1, c2, …]."""
 
     kind: Literal["cpu"]
-    cores: Annotated[int, Field(ge=1)] = 1
-    overhead: Annotated[float, Field(ge=0)] | list[Annotated[float, Field(ge=0)]] = 0.0
+    cores: PosU32 = 1
+    overhead: NonNeg | list[NonNeg] = 0.0
 
     def coefficients(self) -> list[float]:
         return [self.overhead] if isinstance(self.overhead, (int, float)) else list(self.overhead)
@@ -67,8 +64,8 @@ class Locality(Strict):
     """Skewed access: a `hot_data` share of the data receives `hot_accesses` of the
     accesses (the 80/20 rule: 0.2 and 0.8), each part uniform within itself."""
 
-    hot_data: Annotated[float, Field(gt=0, lt=1)]
-    hot_accesses: Annotated[float, Field(gt=0, lt=1)]
+    hot_data: Annotated[Number, Field(gt=0, lt=1)]
+    hot_accesses: Annotated[Number, Field(gt=0, lt=1)]
 
     def hits(self, cached: float) -> float:
         """Hit ratio of a buffer pool holding the `cached` share of the data, hottest first."""
@@ -84,11 +81,11 @@ class Disk(Strict):
     otherwise accesses are taken as uniform over the data."""
 
     kind: Literal["disk"]
-    iops: Annotated[float, Field(gt=0)]
-    hit_ratio: Annotated[float, Field(ge=0, le=1)] | None = None
-    memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[float, Field(ge=0, le=1)] | None = None
+    iops: Pos
+    hit_ratio: Annotated[Number, Field(ge=0, le=1)] | None = None
+    memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[Number, Field(ge=0, le=1)] | None = None
     locality: Locality | None = None
-    channels: Annotated[int, Field(ge=1)] = 1
+    channels: PosU32 = 1
     service: Literal["exponential", "constant"] = "exponential"
 
     @model_validator(mode="after")
@@ -115,12 +112,12 @@ Station = Annotated[Cpu | Disk, Field(discriminator="kind")]
 class Sync(Strict):
     """How dispatchers sharing one cluster exchange load metrics."""
 
-    interval: Annotated[float, Field(gt=0)] = Field(0.05, description="seconds between exchanges")
-    delay: Annotated[float, Field(ge=0)] = Field(0.0, description="seconds a message takes to arrive (staleness)")
+    interval: PosSeconds = Field(0.05, description="seconds between exchanges")
+    delay: Seconds = Field(0.0, description="seconds a message takes to arrive (staleness)")
 
 
 class DispatchBase(Strict):
-    dispatchers: Annotated[int, Field(ge=1)] = Field(1, description="K dispatchers (web servers); the caller's server i uses dispatcher i mod K")
+    dispatchers: Servers = Field(1, description="K dispatchers (web servers); the caller's server i uses dispatcher i mod K")
     topology: Literal["hierarchical", "shared"] = Field("shared", description="hierarchical: dispatcher i owns the i-th block of servers; shared: all use all")
     sync: Sync = Sync()
 
@@ -129,7 +126,7 @@ class RoundRobinDispatch(DispatchBase):
     """Per request, weighted round robin; no affinity."""
 
     policy: Literal["round_robin"] = "round_robin"
-    weights: list[Annotated[int, Field(ge=0)]] | None = Field(None, description="relative weights, one per server")
+    weights: list[Annotated[Integer, Field(ge=0, le=1_000_000)]] | None = Field(None, description="relative weights, one per server")
 
 
 class PlainDispatch(DispatchBase):
@@ -145,12 +142,12 @@ class CapDispatch(DispatchBase):
     `hash-preserve-affinity maxconn`); above it, the least active server."""
 
     policy: Literal["affinity_cap"]
-    cap: Annotated[int, Field(ge=1)]
+    cap: PosU32
 
 
 class WaitQueue(Strict):
-    size: Annotated[int, Field(ge=1)] = 1000
-    timeout: Annotated[float, Field(gt=0)] = 10.0
+    size: Annotated[Integer, Field(ge=1, le=100_000_000)] = 1000
+    timeout: PosSeconds = 10.0
 
 
 class RedalDispatch(DispatchBase):
@@ -159,12 +156,12 @@ class RedalDispatch(DispatchBase):
     loaded (redal) or wait at the dispatcher until one is dispatchable (redal_w)."""
 
     policy: Literal["redal", "redal_w"]
-    alpha: Annotated[float, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]")] = 0.9
-    slice: Annotated[float, Field(gt=0, description="time-slice length d, seconds")] = 1.0
-    think_time: Annotated[float, Field(gt=0, description="think time h assumed until measured, seconds")] = 10.0
-    window: Annotated[int, Field(ge=1, description="g: inter-request times averaged into h")] = 100
-    intervals: Annotated[int, Field(ge=2, description="m: intervals in the throughput-slope window")] = 5
-    interval: Annotated[float, Field(gt=0, description="throughput-measurement interval, seconds")] = 1.0
+    alpha: Annotated[Number, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]")] = 0.9
+    slice: Annotated[PosSeconds, Field(description="time-slice length d, seconds")] = 1.0
+    think_time: Annotated[PosSeconds, Field(description="think time h assumed until measured, seconds")] = 10.0
+    window: Annotated[Integer, Field(ge=1, le=1_000_000, description="g: inter-request times averaged into h")] = 100
+    intervals: Annotated[Integer, Field(ge=2, le=1_000_000, description="m: intervals in the throughput-slope window")] = 5
+    interval: Annotated[PosSeconds, Field(description="throughput-measurement interval, seconds")] = 1.0
     queue: WaitQueue = Field(WaitQueue(), description="redal_w: requests held per dispatcher, and their wait limit")
 
     @model_validator(mode="after")
@@ -208,14 +205,14 @@ class Gc(Strict):
     `pause` + `per_request` × requests in progress (live data grows with concurrency).
     Pauses come more often as the load (allocation rate) grows."""
 
-    heap: Annotated[float, Field(gt=0, description="MB allocated between collections (young generation)")]
-    allocation: Annotated[float, Field(ge=0, description="MB allocated per CPU-second of work")]
-    pause: Annotated[float, Field(ge=0, description="seconds of every pause")] = 0.05
-    per_request: Annotated[float, Field(ge=0, description="extra seconds per request in progress")] = 0.0
+    heap: Annotated[Pos, Field(description="MB allocated between collections (young generation)")]
+    allocation: Annotated[NonNeg, Field(description="MB allocated per CPU-second of work")]
+    pause: Annotated[Seconds, Field(description="seconds of every pause")] = 0.05
+    per_request: Annotated[Seconds, Field(description="extra seconds per request in progress")] = 0.0
 
 
 class Tier(Strict):
-    servers: Annotated[int, Field(ge=1)] = 1
+    servers: Servers = 1
     dispatch: Dispatch = Field(RoundRobinDispatch(), description="how requests reach this tier's servers")
     session_state: SessionState | None = None
     gc: Gc | None = None
@@ -237,13 +234,13 @@ class Link(Strict):
     2d more per further flight of TCP slow start (with `initial_window`), and one
     retransmission timeout per lost segment. `preset` fills in the fields not given."""
 
-    bandwidth: Annotated[float, Field(gt=0, description="bits per second")]
+    bandwidth: Annotated[Pos, Field(description="bits per second")]
     delay: Dist = 0.0
-    shared: bool = Field(False, description="true: concurrent transfers share the bandwidth; false: one link per client")
-    loss: Annotated[float, Field(ge=0, lt=1, description="probability that a segment is lost")] = 0.0
-    mss: Annotated[float, Field(gt=0, description="segment size, bytes")] = 1460.0
-    rto: Annotated[float, Field(ge=0, description="seconds a lost segment costs (retransmission timeout)")] = 0.2
-    initial_window: Annotated[float, Field(ge=1)] | None = Field(
+    shared: StrictBool = Field(False, description="true: concurrent transfers share the bandwidth; false: one link per client")
+    loss: Annotated[Number, Field(ge=0, lt=1, description="probability that a segment is lost")] = 0.0
+    mss: Annotated[Pos, Field(description="segment size, bytes")] = 1460.0
+    rto: Annotated[Seconds, Field(description="seconds a lost segment costs (retransmission timeout)")] = 0.2
+    initial_window: Annotated[Number, Field(ge=1, le=2**32)] | None = Field(
         None,
         description="slow start: segments in the first flight, doubling every round trip (RFC 3390: 3, "
         "RFC 6928: 10); null = the transfer is one flight (a warm connection)",
@@ -255,7 +252,7 @@ class Link(Strict):
         if isinstance(v, dict) and "preset" in v:
             v = dict(v)
             name = v.pop("preset")
-            if name not in LINK_PRESETS:
+            if not isinstance(name, str) or name not in LINK_PRESETS:
                 raise ValueError(f"preset {name!r} does not exist; presets: {', '.join(LINK_PRESETS)}")
             v = {**LINK_PRESETS[name], **v}
         return v
@@ -367,7 +364,7 @@ class RequestType(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     __pydantic_extra__: dict[str, list[Step]] = Field(init=False)
-    priority: int = Field(0, description="lower = served first by priority pools (cross-tier priority)")
+    priority: I32 = Field(0, description="lower = served first by priority pools (cross-tier priority)")
 
     def programs(self) -> dict[str, list]:
         return dict(self.__pydantic_extra__ or {})
@@ -381,13 +378,13 @@ class Chain(Strict):
     names) or an inline nested mapping {from: {to: probability}}."""
 
     csv: str | None = Field(None, description="path, relative to the model file")
-    matrix: dict[str, dict[str, Annotated[float, Field(ge=0)]]] | None = None
+    matrix: dict[str, dict[str, NonNeg]] | None = None
     start: str = Field(description="the first state; if no request type is mapped to it, it issues no request (TPC-W's INIT)")
     back: str = Field("BACK", description="the state that re-issues the previous page")
     end: str = Field("END_OF_SESSION", description="the state that ends the session")
     types: dict[str, str] = Field({}, description="state → request type, where they differ")
-    normalize: bool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
-    reweight: dict[str, Annotated[float, Field(gt=0)]] = Field(
+    normalize: StrictBool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
+    reweight: dict[str, Annotated[Number, Field(gt=0, le=1e6)]] = Field(
         {},
         description="state → factor: multiply every transition into the state by it, then rescale the rows "
         "(shifts the request mix, e.g. {SRES: 1.5} for more searches)",
@@ -395,11 +392,11 @@ class Chain(Strict):
 
 
 class Closed(Strict):
-    clients: Annotated[int, Field(ge=1)] = Field(description="emulated browsers, each running sessions back to back")
+    clients: PosU32 = Field(description="emulated browsers, each running sessions back to back")
 
 
 class Open(Strict):
-    session_rate: Annotated[float, Field(gt=0)] = Field(description="Poisson session arrivals per second")
+    session_rate: Pos = Field(description="Poisson session arrivals per second")
 
 
 class AfterRequests(Strict):
@@ -420,14 +417,25 @@ class Burstiness(Strict):
     dispersion I (tierlab.burst). Open populations: the session arrival rate; closed:
     the clients' think-time rate (base N / mean think, as if responses were quick)."""
 
-    dispersion: Annotated[float, Field(ge=1, description="index of dispersion I of the arrival counts; 1 = Poisson")]
-    burst_share: Annotated[float, Field(gt=0, lt=1)] = Field(0.1, description="share of the time in the burst phase")
-    ratio: Annotated[float, Field(gt=1)] = Field(10.0, description="burst-phase rate / calm-phase rate")
+    dispersion: Annotated[Number, Field(ge=1, le=1e6, description="index of dispersion I of the arrival counts; 1 = Poisson")]
+    burst_share: Annotated[Number, Field(gt=0, lt=1)] = Field(0.1, description="share of the time in the burst phase")
+    ratio: Annotated[Number, Field(gt=1, le=1e6)] = Field(10.0, description="burst-phase rate / calm-phase rate")
+
+
+def _population(v: Any) -> str | None:
+    keys = set(v) if isinstance(v, dict) else {f for f in ("clients", "session_rate") if hasattr(v, f)}
+    return "closed" if "clients" in keys else "open" if "session_rate" in keys else None
+
+
+Population = Annotated[
+    Annotated[Closed, Tag("closed")] | Annotated[Open, Tag("open")],
+    Discriminator(_population, custom_error_type="population", custom_error_message="give clients (a closed population) or session_rate (an open one)"),
+]
 
 
 class Workload(Strict):
     entry: Name | None = Field(None, description="the tier requests arrive at; default the first tier")
-    population: Closed | Open
+    population: Population
     chain: Chain
     think: Dist = Field(0.0, description="seconds between a response and the next request")
     burstiness: Burstiness | None = None
@@ -436,11 +444,11 @@ class Workload(Strict):
 
 
 class Run(Strict):
-    duration: Annotated[float, Field(gt=0)] = 600.0
-    warmup: Annotated[float, Field(ge=0)] = 0.0
-    seed: Annotated[int, Field(ge=0, lt=2**64)] = 1
-    window: Annotated[float, Field(gt=0)] = Field(0.1, description="monitoring window, seconds")
-    records: bool = Field(True, description="keep one record per request (memory grows with the run)")
+    duration: PosSeconds = 600.0
+    warmup: Seconds = 0.0
+    seed: U64 = 1
+    window: Annotated[PosSeconds, Field(description="monitoring window, seconds; at most the duration")] = 0.1
+    records: StrictBool = Field(True, description="keep one record per request (memory grows with the run)")
 
 
 class Model(Strict):

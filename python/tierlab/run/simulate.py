@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from .. import _core
+from ..errors import EngineError, ModelError
 from ..model import LoadedModel, load_model
 from ..trace import Trace
 from ..trace.core import from_core
 from .interrupt import raise_if_stopped
+
+# The engine's own check names the model field it refuses: `engine model: PATH: why`.
+_ENGINE_REFUSAL = re.compile(r"engine model: (?:([\w\-.\[\]]+): )?(.*)", re.S)
+
+
+def run_engine(call: Callable, engine: dict, progress: Callable | None, source: str | None):
+    """`call` (a `_core` entry point) on the engine input, its refusals as ModelError
+    naming the field and its panics as EngineError."""
+    try:
+        return call(json.dumps(engine, allow_nan=False), progress)
+    except ValueError as e:
+        found = _ENGINE_REFUSAL.match(str(e))
+        path, why = found.groups() if found else (None, str(e))
+        raise ModelError([(path or "", f"the engine refuses it: {why}")], source) from None
+    except RuntimeError as e:
+        raise EngineError(str(e)) from None
 
 
 def simulate(
@@ -27,7 +45,7 @@ def simulate(
     Ctrl-C raises `RunInterrupted`, whose `.result` has what was measured."""
     loaded = load_model(model).with_run(seed=seed, duration=duration, warmup=warmup, records=records)
     engine = loaded.engine()
-    out = _core.simulate(json.dumps(engine), progress)
+    out = run_engine(_core.simulate, engine, progress, loaded.source)
     trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace
