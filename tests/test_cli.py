@@ -9,6 +9,7 @@ import sys
 import click
 import pytest
 
+import tierlab
 from tierlab.cli import cli
 
 from conftest import EXAMPLES
@@ -82,3 +83,13 @@ def test_sweeps_and_runs_say_what_they_do_in_a_log(tmp_path):
     assert (table.ok == (table.throughput * 50).round()).all()
     r = cli_run("simulate", str(EXAMPLES / "tpcw_2tier.yaml"), "--out", str(tmp_path / "t"), "--duration", "30", "--warmup", "5")
     assert r.returncode == 0 and "simulating tpcw-2tier: (100%)" in r.stderr
+
+
+def test_piped_tables_are_whole_and_a_cluster_shows_its_dispatch(tmp_path):
+    r = cli_run("simulate", str(EXAMPLES / "tpcw_cluster.yaml"), "--out", str(tmp_path), "--duration", "20", "--warmup", "5")
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout and "dispatch (measured period)" in r.stdout
+    rows = {line.split("│")[1].strip(): line for line in r.stdout.splitlines() if line.startswith("│ web ") or line.startswith("│ app ")}
+    assert "sessions created" in r.stdout and {"web", "app"} <= rows.keys()
+    created = tierlab.read_trace(tmp_path).summary["tiers"]["app"]["dispatch"]["sessions_created"]
+    assert created > 0 and f" {created} " in r.stdout

@@ -10,7 +10,7 @@ from scipy.optimize import brentq
 import tierlab
 from tierlab.analysis.dispatch import cluster_metrics
 
-from conftest import run, single_request_sessions
+from conftest import EXAMPLES, run, single_request_sessions
 
 
 def _fcfs_cluster(policy: dict, servers: int = 4, rate: float = 2.0) -> dict:
@@ -110,8 +110,9 @@ def test_dispatchers_share_metrics_only_when_they_share_servers(topology):
     d = t.summary["tiers"]["app"]["dispatch"]
     r = t.requests
     if topology == "shared":
+        # A round every 0.5 s of the measured period, one message per dispatcher.
         measured = t.summary["measured_seconds"]
-        assert d["sync_messages"] == pytest.approx(2 * measured / 0.5, abs=2)
+        assert measured / 0.5 == int(measured / 0.5) and d["sync_messages"] == 2 * int(measured / 0.5)
         # Per server: active + actual + one counter per tracked slice (C ≈ h/d + 1).
         assert 4 * (2 + 5) <= d["sync_payload_bytes"] <= 4 * (2 + 40)
         assert set(r["app.server"]) == {0, 1, 2, 3}
@@ -163,3 +164,13 @@ def test_session_weight_scales_the_cpu_work_of_its_requests():
     assert ((ratio < 1.0) | (ratio > 1.5)).mean() > 0.9 and (ratio < 1).any() and (ratio > 1.5).any()
     assert ratio[ratio < 1.5].median() == pytest.approx(0.5, abs=0.1)
     assert ratio[ratio > 1.5].median() == pytest.approx(3.0, abs=0.4)
+
+
+@pytest.mark.parametrize("interval", [0.05, 0.1])
+def test_sync_messages_follow_from_the_interval(interval):
+    # 25 measured seconds: 25 / interval rounds, a message from each of the 2 dispatchers
+    # (rounds at k × interval: summing 0.05s drifted, and a round at the warm-up's end
+    # or at the run's end was miscounted).
+    model = tierlab.load_model(EXAMPLES / "tpcw_cluster.yaml").with_run(duration=30, warmup=5)
+    t = tierlab.simulate(model.with_changes({"tiers.app.dispatch.topology": "shared", "tiers.app.dispatch.sync.interval": interval}))
+    assert t.summary["tiers"]["app"]["dispatch"]["sync_messages"] == 2 * round(25 / interval)

@@ -19,6 +19,9 @@ pub(crate) struct Cluster {
     /// Metrics in flight to each dispatcher (summed over the others), oldest first.
     in_flight: VecDeque<Vec<Metrics>>,
     shares: bool,
+    /// Metric exchanges so far: round k happens at k × the sync interval (a sum of
+    /// intervals would drift, and a round at the start of measuring go uncounted).
+    rounds: u64,
     // counted while measuring
     migrations: u64,
     created: u64,
@@ -54,6 +57,7 @@ impl Cluster {
                 .collect(),
             in_flight: VecDeque::new(),
             shares: peers > 0 && d.policy.shares_metrics(),
+            rounds: 0,
             migrations: 0,
             created: 0,
             queued: 0,
@@ -213,12 +217,15 @@ impl Sim {
         }
     }
 
-    /// Every dispatcher sends its metrics to the others; each receives their sum.
+    /// Every dispatcher sends its metrics to the others; each receives their sum. The
+    /// messages of the rounds in the measured period [warmup, duration) are counted.
     pub(crate) fn sync(&mut self, tier: usize) {
         let now = self.now;
         let spec = &self.m.tiers[tier].dispatch;
         let (interval, delay) = (spec.sync_interval, spec.sync_delay);
+        let measured = self.obs.measuring && now < self.m.run.duration;
         let c = &mut self.clusters[tier];
+        c.rounds += 1;
         let own: Vec<Metrics> = c.dispatchers.iter_mut().map(|p| p.metrics(now)).collect();
         let others = (0..own.len())
             .map(|i| {
@@ -230,15 +237,17 @@ impl Sim {
                 sum
             })
             .collect();
-        if self.obs.measuring {
+        if measured {
             c.syncs += own.len() as u64;
             c.sync_bytes += own.iter().map(payload_bytes).sum::<u64>();
         }
         c.in_flight.push_back(others);
         self.events
             .push(now + delay, Ev::SyncDeliver { tier: tier as u16 });
-        self.events
-            .push(now + interval, Ev::Sync { tier: tier as u16 });
+        self.events.push(
+            (c.rounds + 1) as f64 * interval,
+            Ev::Sync { tier: tier as u16 },
+        );
     }
 
     pub(crate) fn sync_deliver(&mut self, tier: usize) {

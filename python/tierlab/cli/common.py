@@ -17,9 +17,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from ..errors import InputError, TraceError
 from ..run.progress import LineProgress, progress
 
-# Wide tables stay whole when piped (rich would squeeze them to 80 columns); messages
-# are never wrapped, so a path or a field name stays on one line.
-out = Console(width=None if sys.stdout.isatty() else 160)
+# Tables stay whole when piped, however wide (rich would squeeze them to 80 columns and
+# cut figures: `1260…`); messages are never wrapped, so a path or a field name stays on
+# one line.
+PIPED_WIDTH = 100_000
+out = Console(width=None if sys.stdout.isatty() else PIPED_WIDTH)
 err = Console(stderr=True, soft_wrap=True)
 
 

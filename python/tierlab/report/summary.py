@@ -1,6 +1,7 @@
 """The end-of-run summary as terminal tables (rich), the same for a simulated and a
-live trace: the headline, response times per request type, and every station and
-pool of every server."""
+live trace: the headline, response times per request type, every station and pool of
+every server, and what each clustered tier's dispatchers did. Columns fold rather
+than cut a figure short when the terminal is narrow."""
 
 from __future__ import annotations
 
@@ -12,6 +13,19 @@ from rich.table import Table
 from ..trace import Trace
 from ..trace.schema import figures
 
+# A clustered tier's dispatch figures (docs/trace.md) and their column headings.
+DISPATCH_COLUMNS = {
+    "tier": "tier",
+    "dispatchers": "dispatchers",
+    "sessions_created": "sessions created",
+    "session_migrations": "migrations",
+    "queued": "queued",
+    "rejected_queue_full": "rejected (queue full)",
+    "rejected_queue_timeout": "rejected (queue timeout)",
+    "sync_messages": "sync messages",
+    "sync_payload_bytes": "bytes per sync message",
+}
+
 
 def _ms(x: float | None) -> str:
     return "—" if x is None else f"{1000 * x:.1f}"
@@ -21,7 +35,7 @@ def frame_table(title: str, df: Any, floats: str = "{:.3g}") -> Table:
     """A pandas frame as a rich table, numbers right-aligned."""
     t = Table(title=title, title_justify="left")
     for c in df.columns:
-        t.add_column(str(c), justify="right")
+        t.add_column(str(c), justify="right", overflow="fold")
     for row in df.itertuples(index=False):
         t.add_row(*(floats.format(v) if isinstance(v, float) else str(v) for v in row))
     return t
@@ -41,14 +55,14 @@ def print_summary(trace: Trace, out: Console) -> None:
         out.print("[yellow]failed requests by kind:[/] " + ", ".join(f"{k} {v}" for k, v in errors.items()))
     t = Table(title="response time (ms)", title_justify="left")
     for c in ["type", "ok", "rejected", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
-        t.add_column(c, justify="left" if c == "type" else "right")
+        t.add_column(c, justify="left" if c == "type" else "right", overflow="fold")
     rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], figures(v["response_time"])) for n, v in s["types"].items()]
     for name, r, x, q in rows:
         t.add_row(name, str(r["ok"]), str(r["rejected"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
     out.print(t)
     u = Table(title="resources (measured period)", title_justify="left")
     for c in ["tier", "server", "resource", "utilization / mean busy", "max busy", "pinned", "mean queued", "waited", "rejected"]:
-        u.add_column(c, justify="left" if c in ("tier", "resource") else "right")
+        u.add_column(c, justify="left" if c in ("tier", "resource") else "right", overflow="fold")
     for tier, tv in sorted(s["tiers"].items(), key=lambda kv: kv[1]["position"]):
         for i, sv in enumerate(tv["servers"]):
             for name, st in sv["stations"].items():
@@ -67,3 +81,12 @@ def print_summary(trace: Trace, out: Console) -> None:
                 )
     if u.row_count:
         out.print(u)
+    d = Table(title="dispatch (measured period)", title_justify="left")
+    for c in DISPATCH_COLUMNS.values():
+        d.add_column(c, justify="left" if c == "tier" else "right", overflow="fold")
+    for tier, tv in sorted(s["tiers"].items(), key=lambda kv: kv[1]["position"]):
+        if tv["dispatch"] is not None and len(tv["servers"]) > 1:
+            row = {"tier": tier, **tv["dispatch"]}
+            d.add_row(*(f"{row[k]:.1f}" if isinstance(row[k], float) else str(row[k]) for k in DISPATCH_COLUMNS))
+    if d.row_count:
+        out.print(d)
