@@ -341,7 +341,16 @@ def test_cli_size_profile_optimize_validate(tmp_path):
 
     best = json.loads((tmp_path / "opt" / "result.json").read_text())
     M, N, lam = best["optimum"]["M"], best["optimum"]["N"], best["optimum"]["lambda"]
-    assert 2 <= N <= M <= 8 and lam > 0
+    # The command reports the library's optimum for the profile it wrote, and at a
+    # profiled point λ is the paper's formula over the written points, by hand:
+    # min(N / ΣV_i·q_i, M / ΣV_i·(p_i + q_i)) with V_i = share_i · L.
+    grid = ProfileGrid.read(tmp_path / "prof")
+    rates = PoolSizing(grid).rates()
+    assert (M, N, lam) == (int(rates.best()["M"]), int(rates.best()["N"]), pytest.approx(float(rates.best()["lambda"]), rel=1e-12))
+    pts = pd.read_csv(tmp_path / "prof" / "points.csv").query("M == 4 and N == 2").set_index("type")
+    V = grid.share * grid.L
+    sum_q, sum_pq = (V * pts["q"]).sum(), (V * (pts["p"] + pts["q"])).sum()
+    assert rates.table.set_index(["M", "N"]).loc[(4, 2), "lambda"] == pytest.approx(min(2 / sum_q, 4 / sum_pq), rel=1e-9)
     assert best["servers"]["servers"] == -(-20 // lam)  # ⌈rate / λ⌉
     cli("size", "validate", path, "--config", f"{M},{N}", "--start", round(lam, 2), "--runs", "2", "--workers", "1", "--json", tmp_path / "v.json")
     measured = json.loads((tmp_path / "v.json").read_text())
