@@ -26,7 +26,7 @@ from typing import Any
 
 from provenance import RESULTS, ROOT
 
-STUDIES = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", "wang", "validation_run_length")
+STUDIES = ("andreolini", "cluster_dispatch", "connection_caching", "cost_model", "pool_sizing", "wang", "validation_run_length")
 QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", "wang")
 NOT_COMPARED = {".png"}
 # Provenance that names the run, not its outcome.
@@ -49,8 +49,10 @@ def first_difference(committed: Path, fresh: Path) -> str | None:
         return None
     if committed.suffix == ".json":
         old, new = (json.loads(p.read_text()) for p in (committed, fresh))
-        for key in RUN_KEYS:
-            old.pop(key, None), new.pop(key, None)
+        for record in (old, new):
+            if isinstance(record, dict):  # result.json; claims.json is a list
+                for key in RUN_KEYS:
+                    record.pop(key, None)
         where = _json_difference(old, new, "")
         return None if where is None else f"{committed}: {where}"
     if committed.suffix == ".csv":

@@ -24,6 +24,7 @@ PAPERS = {
     "Wang et al. — response-time fluctuations in RUBBoS (../shared/papers/wang-rubbos-response-time-fluctuations.txt)": ["wang"],
     "Totok & Karamcheti — resource pools (../shared/papers/totok-karamcheti-resource-pools.txt)": ["pool_sizing", "connection_caching"],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": ["cluster_dispatch"],
+    "Chen & Gorton — contention cost model (../shared/papers/chen-gorton-contention-cost-model.txt)": ["cost_model"],
 }
 
 
