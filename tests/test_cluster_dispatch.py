@@ -113,8 +113,9 @@ def test_dispatchers_share_metrics_only_when_they_share_servers(topology):
         # A round every 0.5 s of the measured period, one message per dispatcher.
         measured = t.summary["measured_seconds"]
         assert measured / 0.5 == int(measured / 0.5) and d["sync_messages"] == 2 * int(measured / 0.5)
-        # Per server: active + actual + one counter per tracked slice (C ≈ h/d + 1).
-        assert 4 * (2 + 5) <= d["sync_payload_bytes"] <= 4 * (2 + 40)
+        # The paper's message (§II-D): per server, actual load, throughput and one
+        # expected-load counter per slice of the think time: 4 · (2 + ⌈1.0/0.1⌉) = 48.
+        assert d["sync_payload_bytes"] == 48
         assert set(r["app.server"]) == {0, 1, 2, 3}
     else:
         assert d["sync_messages"] == 0

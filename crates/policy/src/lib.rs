@@ -46,6 +46,12 @@ pub trait Dispatch: Send {
 
     /// The other dispatchers' contributions (summed) as of their last sync.
     fn sync(&mut self, _now: f64, _others: &Metrics) {}
+
+    /// Payload bytes of one metrics message, at one byte per counter as the ReDAL
+    /// paper counts them (§II-D); 0 for a policy that shares nothing.
+    fn message_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// Index of the smallest `key` among `candidates`; ties go to the first candidate at

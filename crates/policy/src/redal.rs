@@ -339,6 +339,10 @@ impl Dispatch for Redal {
         self.others = others.clone();
         self.estimate.iter_mut().for_each(|x| *x = 0);
     }
+
+    fn message_bytes(&self) -> usize {
+        sync_message_bytes(self.load.servers(), self.cfg.think_time, self.cfg.slice)
+    }
 }
 
 #[cfg(test)]

@@ -121,6 +121,11 @@ macro_rules! active_load {
         fn sync(&mut self, _now: f64, others: &Metrics) {
             self.load.sync(others);
         }
+
+        /// One active count per server.
+        fn message_bytes(&self) -> usize {
+            self.load.servers()
+        }
     };
 }
 

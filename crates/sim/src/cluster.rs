@@ -86,20 +86,6 @@ impl Cluster {
     }
 }
 
-/// Payload of one metrics message at one byte per counter, as the ReDAL paper counts
-/// it: per server its active requests, its actual load and one expected-load counter
-/// per time slice (the paper's "current throughput" byte stands where we send the
-/// active count).
-fn payload_bytes(m: &Metrics) -> u64 {
-    let servers = m.active.len().max(m.actual.len()) as u64;
-    let per_server = 1 + if m.actual.is_empty() {
-        0
-    } else {
-        1 + m.expected.len() as u64
-    };
-    servers * per_server
-}
-
 impl Sim {
     /// Which dispatcher of `tier` handles the request: the calling server's, or at the
     /// entry tier the session's.
@@ -239,7 +225,11 @@ impl Sim {
             .collect();
         if measured {
             c.syncs += own.len() as u64;
-            c.sync_bytes += own.iter().map(payload_bytes).sum::<u64>();
+            c.sync_bytes += c
+                .dispatchers
+                .iter()
+                .map(|p| p.message_bytes() as u64)
+                .sum::<u64>();
         }
         c.in_flight.push_back(others);
         self.events
