@@ -93,3 +93,36 @@ def test_piped_tables_are_whole_and_a_cluster_shows_its_dispatch(tmp_path):
     assert "sessions created" in r.stdout and {"web", "app"} <= rows.keys()
     created = tierlab.read_trace(tmp_path).summary["tiers"]["app"]["dispatch"]["sessions_created"]
     assert created > 0 and f" {created} " in r.stdout
+
+
+@pytest.fixture(scope="module")
+def trace_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("trace")
+    tierlab.simulate(EXAMPLES / "tpcw_2tier.yaml", duration=60, warmup=10).write(folder)
+    return folder
+
+
+@pytest.mark.parametrize(
+    "args, column",
+    [
+        (["analyze", "profile", "{trace}"], "wait_db"),
+        (["analyze", "bottleneck", "{trace}"], "resource"),
+        (["analyze", "fluctuations", "{trace}"], "rate_cov_0.1s"),
+        (["cost", "fit", str(EXAMPLES / "chen_gorton_stockonline.csv")], "threads"),
+    ],
+)
+def test_tables_for_machines_on_stdout(trace_dir, args, column):
+    import io
+    import json
+
+    import pandas as pd
+
+    args = [a.replace("{trace}", str(trace_dir)) for a in args]
+    r = cli_run(*args, "--csv", "-")
+    assert r.returncode == 0, r.stderr
+    table = pd.read_csv(io.StringIO(r.stdout))  # nothing but the CSV on stdout
+    assert column in table.columns and len(table) > 0
+    r = cli_run(*args, "--json", "-")
+    assert r.returncode == 0 and isinstance(json.loads(r.stdout), dict)
+    r = cli_run(*args, "--json", "-", "--csv", "-")
+    assert r.returncode == 2 and "cannot share stdout" in r.stderr

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
-from pathlib import Path
 
 import click
 
-from .common import about, out, write_json
+from .common import MACHINE_OUTPUT, about, for_machines, for_people, out
 
 
 @click.group("analyze")
@@ -19,8 +17,8 @@ def analyze() -> None:
 @analyze.command("profile")
 @click.argument("trace_dir", type=click.Path(file_okay=False))
 @click.option("--tier", help="The tier to profile (default: the one that takes DB connections).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the profile as JSON here.")
-def analyze_profile(trace_dir: str, tier, json_out) -> None:
+@MACHINE_OUTPUT
+def analyze_profile(trace_dir: str, tier, json_out, csv_out) -> None:
     """Request profile (Totok & Karamcheti): V_i, L and per-type phases (w_THR, p, w_DB, q active/idle)."""
     from ..analysis.profile import request_profile
     from ..report.summary import frame_table
@@ -28,48 +26,55 @@ def analyze_profile(trace_dir: str, tier, json_out) -> None:
 
     with about(trace_dir):
         p = request_profile(read_trace(trace_dir), tier)
-    out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
-    out.print(frame_table("request profile", p.table().reset_index()))
-    if json_out:
-        write_json(json_out, {"tier": p.tier, "L": p.L, "sessions": p.sessions, "types": p.table().to_dict(orient="index")})
+    if for_people(json_out, csv_out):
+        out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
+        out.print(frame_table("request profile", p.table().reset_index()))
+    for_machines(
+        json_out,
+        csv_out,
+        lambda: {"tier": p.tier, "L": p.L, "sessions": p.sessions, "types": p.table().to_dict(orient="index")},
+        lambda: p.table().reset_index(),
+    )
 
 
 @analyze.command("bottleneck")
 @click.argument("trace_dir", type=click.Path(file_okay=False))
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
-def analyze_bottleneck(trace_dir, json_out) -> None:
-    """White-box: every resource's utilization or occupancy, and the bottleneck."""
+@MACHINE_OUTPUT
+def analyze_bottleneck(trace_dir, json_out, csv_out) -> None:
+    """White-box: every resource's utilization or occupancy, and the bottleneck (the
+    CSV: the resources)."""
     from ..analysis.bottleneck import bottleneck, breakdown, resources
     from ..trace import read_trace
 
     with about(trace_dir):
         trace = read_trace(trace_dir)
         table, b, times = resources(trace), bottleneck(trace), breakdown(trace)
-    if table.empty:
-        out.print("the trace reports no stations or pools", style="yellow")
-    else:
-        out.print(table.round(3).to_string(index=False), markup=False, soft_wrap=True)
-    if not times.empty:
-        out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
-        out.print(times.round(4).to_string(index=False), markup=False, soft_wrap=True)
-    if b is not None:
-        state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
-        out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
-    if json_out:
-        Path(json_out).write_text(
-            json.dumps(
-                {"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"), "breakdown": times.to_dict(orient="records")}, indent=2
-            )
-            + "\n"
-        )
+    if for_people(json_out, csv_out):
+        if table.empty:
+            out.print("the trace reports no stations or pools (a client-only trace measures none): no resource to rank", style="yellow")
+        else:
+            out.print(table.round(3).to_string(index=False), markup=False, soft_wrap=True)
+        if not times.empty:
+            out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
+            out.print(times.round(4).to_string(index=False), markup=False, soft_wrap=True)
+        if b is not None:
+            state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
+            out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
+    for_machines(
+        json_out,
+        csv_out,
+        lambda: {"bottleneck": asdict(b) if b else None, "resources": table.to_dict(orient="records"), "breakdown": times.to_dict(orient="records")},
+        lambda: table,
+    )
 
 
 @analyze.command("fluctuations")
 @click.argument("trace_dir", type=click.Path(file_okay=False))
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result as JSON here.")
+@MACHINE_OUTPUT
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write request rate and response time per tier at 100 ms and 10 s here (PNG).")
-def analyze_fluctuations(trace_dir, json_out, plot) -> None:
-    """Fine-grained: rate and response-time fluctuation per tier, bimodality, p95/p98, retransmissions."""
+def analyze_fluctuations(trace_dir, json_out, csv_out, plot) -> None:
+    """Fine-grained: rate and response-time fluctuation per tier, bimodality, p95/p98,
+    retransmissions (the CSV: the per-tier table)."""
     import pandas as pd
 
     from ..analysis.fluctuations import fluctuations
@@ -79,6 +84,16 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
     with about(trace_dir):
         trace = read_trace(trace_dir)
         f = fluctuations(trace)
+    if for_people(json_out, csv_out):
+        _print_fluctuations(f)
+    for_machines(json_out, csv_out, lambda: f, lambda: pd.DataFrame(f["tiers"]))
+    if plot:
+        fluctuations_plot(trace, [t["tier"] for t in f["tiers"]], plot)
+
+
+def _print_fluctuations(f: dict) -> None:
+    import pandas as pd
+
     if f["tiers"]:
         out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
     else:
@@ -94,7 +109,3 @@ def analyze_fluctuations(trace_dir, json_out, plot) -> None:
             f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",
             markup=False,
         )
-    if json_out:
-        Path(json_out).write_text(json.dumps(f, indent=2) + "\n")
-    if plot:
-        fluctuations_plot(trace, [t["tier"] for t in f["tiers"]], plot)

@@ -135,6 +135,41 @@ def ints(text: str) -> list[int]:
         raise InputError(f"expected comma-separated whole numbers, got {text!r}") from None
 
 
+MACHINE_OUTPUT = options(
+    click.option(
+        "--json",
+        "json_out",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Also write the result as JSON to this file; '-': to stdout, instead of the tables.",
+    ),
+    click.option(
+        "--csv",
+        "csv_out",
+        type=click.Path(dir_okay=False, allow_dash=True),
+        help="Also write the table as CSV to this file; '-': to stdout, instead of the tables.",
+    ),
+)
+
+
+def for_people(json_out: str | None, csv_out: str | None) -> bool:
+    """Whether the tables are printed: not when stdout carries JSON or CSV."""
+    if json_out == csv_out == "-":
+        raise InputError("--json - and --csv - cannot share stdout; write one of them to a file")
+    return "-" not in (json_out, csv_out)
+
+
+def for_machines(json_out: str | None, csv_out: str | None, data: Callable[[], dict], table: Callable[[], Any]) -> None:
+    """Write `data()` as JSON and `table()` (a pandas frame) as CSV where asked ('-': stdout)."""
+    if json_out:
+        write_json(None if json_out == "-" else json_out, data())
+    if csv_out:
+        text = table().to_csv(index=False)
+        if csv_out == "-":
+            click.echo(text, nl=False)
+        else:
+            Path(csv_out).write_text(text)
+
+
 def write_json(path: str | None, data: dict) -> None:
     """To `path`, or to stdout when no path is given."""
     text = json.dumps(data, indent=2, sort_keys=True, default=float)

@@ -173,8 +173,8 @@ def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, 
 @live.command("validate")
 @VALIDATE_OPTIONS
 @options(*LIVE_RUNS)
-def live_validate(model, configs, start, step, runs, tier, json_out, mapping, workdir, duration, warmup) -> None:
+def live_validate(model, configs, start, step, runs, tier, json_out, csv_out, mapping, workdir, duration, warmup) -> None:
     """The maximum sustainable session throughput of (M, N) configurations, measured on
     the running bookstore (Totok & Karamcheti: ≥ 60% of the runs serve every request)."""
     loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
-    run_validate(loaded, configs, start, step, runs, tier, json_out, runner=runner)
+    run_validate(loaded, configs, start, step, runs, tier, json_out, csv_out, runner=runner)

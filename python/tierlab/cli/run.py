@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import execute, out, run_length, with_run_length
+from .common import MACHINE_OUTPUT, execute, for_machines, for_people, out, run_length, with_run_length, write_json
 
 
 @click.command("simulate")
@@ -55,8 +55,10 @@ def schema_cmd() -> None:
 @click.option("--scheduler", help="Run on this Dask scheduler instead.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
 @run_length()
-def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, warmup) -> None:
-    """Black-box capacity: a load ramp and the knee of its p90 response time."""
+@MACHINE_OUTPUT
+def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, warmup, json_out, csv_out) -> None:
+    """Black-box capacity: a load ramp and the knee of its p90 response time (the CSV:
+    one row per load)."""
     from ..experiments.ramp import ramp, retransmission_threshold
     from ..report.plots import ramp_plot
 
@@ -64,22 +66,23 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     table, knee = ramp(
         with_run_length(model, duration, warmup), steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start
     )
-    out.print(table.to_string(index=False), markup=False, soft_wrap=True)
-    if knee.load is None:
-        out.print(
-            "no knee: the p90 curve does not turn from flat to steep over these loads; extend them (or leave --loads out to search for the range)",
-            style="yellow",
-        )
-    else:
-        out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
     threshold = retransmission_threshold(table)
-    if threshold is not None:
-        out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
+    result = {"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
+    if for_people(json_out, csv_out):
+        out.print(table.to_string(index=False), markup=False, soft_wrap=True)
+        if knee.load is None:
+            out.print(
+                "no knee: the p90 curve does not turn from flat to steep over these loads; extend them (or leave --loads out to search for the range)",
+                style="yellow",
+            )
+        else:
+            out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
+        if threshold is not None:
+            out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
+    for_machines(json_out, csv_out, lambda: result, lambda: table)
     if out_dir:
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)
         table.to_csv(folder / "ramp.csv", index=False)
-        (folder / "result.json").write_text(
-            json.dumps({"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}, indent=2) + "\n"
-        )
+        write_json(str(folder / "result.json"), result)
         ramp_plot(table, knee.load, folder / "ramp.png")

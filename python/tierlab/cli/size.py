@@ -6,10 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from ..errors import InputError
-from .common import about, err, ints, options, out, run_length, with_run_length, write_json
+from .common import MACHINE_OUTPUT, about, err, for_machines, for_people, ints, options, out, run_length, with_run_length, write_json
 
 
 @click.group("size")
@@ -33,7 +32,7 @@ VALIDATE_OPTIONS = options(
     click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s."),
     click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
     click.option("--tier", help="The tier whose pools are sized."),
-    click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write the result and every trial as JSON here."),
+    MACHINE_OUTPUT,
 )
 SIMULATED = options(
     click.option("--workers", type=int, help="Local worker processes (default: one per core)."),
@@ -69,8 +68,9 @@ def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
 @click.option("--max-threads", type=int, help="Evaluate M up to this (default: the profiled range).")
 @click.option("--max-connections", type=int, help="Evaluate N up to this.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write rates.csv, lambda_of_N.csv, result.json and a plot here.")
-def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir) -> None:
-    """λ(M, N), λ(N) and the optimal (M, N) for a request mix."""
+@MACHINE_OUTPUT
+def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out) -> None:
+    """λ(M, N), λ(N) and the optimal (M, N) for a request mix (the CSV: λ(N))."""
     from ..analysis.profile import request_profile
     from ..experiments.sizing import PoolSizing, ProfileGrid
     from ..report.plots import rates_plot
@@ -86,14 +86,19 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
     rates = sizing.rates(V, max_threads, max_connections)
     best = rates.best()
     by_n = rates.by_N()
-    out.print(frame_table("λ(N): best M per N (sessions/s)", by_n))
+    people = for_people(json_out, csv_out)
     result = {"optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
-    out.print(
-        f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s (mix distance {rates.distance:.3f})"
-    )
     if rate is not None:
         result["servers"] = {"rate": rate, "servers": rates.servers_for(rate)}
-        out.print(f"{rate:g} sessions/s need [bold]{rates.servers_for(rate)}[/] servers")
+    if people:
+        out.print(frame_table("λ(N): best M per N (sessions/s)", by_n))
+        out.print(
+            f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s "
+            f"(mix distance {rates.distance:.3f})"
+        )
+        if rate is not None:
+            out.print(f"{rate:g} sessions/s need [bold]{rates.servers_for(rate)}[/] servers")
+    for_machines(json_out, csv_out, lambda: result, lambda: by_n)
     if out_dir:
         folder = Path(out_dir)
         folder.mkdir(parents=True, exist_ok=True)
@@ -101,18 +106,18 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
         by_n.to_csv(folder / "lambda_of_N.csv", index=False)
         rates_plot(rates, folder / "lambda.png")
         write_json(str(folder / "result.json"), result)
-        out.print(f"written to [bold]{folder}[/]")
+        err.print(f"written to [bold]{folder}[/]")
 
 
 @size.command("validate")
 @VALIDATE_OPTIONS
 @SIMULATED
-def size_validate(model, configs, start, step, runs, tier, json_out, workers, scheduler, duration, warmup) -> None:
+def size_validate(model, configs, start, step, runs, tier, json_out, csv_out, workers, scheduler, duration, warmup) -> None:
     """Measure the maximum sustainable session throughput of (M, N) configurations."""
-    run_validate(with_run_length(model, duration, warmup), configs, start, step, runs, tier, json_out, workers=workers, scheduler=scheduler)
+    run_validate(with_run_length(model, duration, warmup), configs, start, step, runs, tier, json_out, csv_out, workers=workers, scheduler=scheduler)
 
 
-def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> None:
+def run_validate(model, configs, start, step, runs, tier, json_out, csv_out, **where) -> None:
     from ..experiments.sizing import max_sustainable_rate
     from ..report.summary import frame_table
 
@@ -121,9 +126,9 @@ def run_validate(model, configs, start, step, runs, tier, json_out, **where) -> 
         raise InputError("--config takes M,N (two whole numbers)")
     pairs = [(M, N) for M, N in parsed]
     result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, **where)
-    out.print(frame_table("maximum sustainable session throughput", result))
-    if json_out:
-        write_json(json_out, {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")})
+    if for_people(json_out, csv_out):
+        out.print(frame_table("maximum sustainable session throughput", result))
+    for_machines(json_out, csv_out, lambda: {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")}, lambda: result)
 
 
 @click.group("cost")
@@ -134,28 +139,28 @@ def cost() -> None:
 @cost.command("fit")
 @click.argument("table", type=click.Path(dir_okay=False))
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write measured vs model to this PNG.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Also write a, b, c, their standard errors, R² and y*(x) as JSON here.")
-def cost_fit(table, plot, json_out) -> None:
-    """Fit a CSV with columns clients,threads,value; report a, b, c, R² and y*(x)."""
+@MACHINE_OUTPUT
+def cost_fit(table, plot, json_out, csv_out) -> None:
+    """Fit a CSV with columns clients,threads,value; report a, b, c, R² and y*(x) (the
+    CSV: y*(x))."""
+    import pandas as pd
+
     from ..analysis.costfit import fit, read_table
     from ..report.plots import cost_fit_plot
+    from ..report.summary import frame_table
 
     with about(table):
         m = fit(read_table(table))
     d = m.to_dict()
-    out.print(
-        f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; R² = {m.r2:.4f} over {m.n} points"
-    )
-    t = Table(title="optimal threads y* = √(b·x/c)", title_justify="left")
-    t.add_column("clients x", justify="right")
-    t.add_column("y*", justify="right")
-    for x, y in d["optimal_threads"].items():
-        t.add_row(x, str(y))
-    out.print(t)
+    optimal = pd.DataFrame({"clients": [int(x) for x in d["optimal_threads"]], "threads": list(d["optimal_threads"].values())})
+    if for_people(json_out, csv_out):
+        out.print(
+            f"a = {m.a:.4g} ± {m.stderr['a']:.2g}, b = {m.b:.4g} ± {m.stderr['b']:.2g}, c = {m.c:.4g} ± {m.stderr['c']:.2g}; R² = {m.r2:.4f} over {m.n} points"
+        )
+        out.print(frame_table("optimal threads y* = √(b·x/c)", optimal.rename(columns={"clients": "clients x", "threads": "y*"})))
     if plot:
         cost_fit_plot(m, plot)
-    if json_out:
-        write_json(json_out, d)
+    for_machines(json_out, csv_out, lambda: d, lambda: optimal)
 
 
 @cost.command("simulate")
