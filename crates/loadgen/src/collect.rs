@@ -196,6 +196,7 @@ impl Collector {
             warmup: self.warmup,
             measured_seconds: span,
             interrupted,
+            missing: BTreeMap::new(),
             requests: self.requests.overall.counts(),
             in_flight_at_end: arrived.saturating_sub(finished),
             throughput: per_s(self.requests.overall.status[Status::Ok as usize] as f64),

@@ -217,6 +217,7 @@ impl Observer {
             warmup: m.run.warmup,
             measured_seconds: span,
             interrupted,
+            missing: BTreeMap::new(),
             requests: overall.counts(),
             in_flight_at_end: self.in_system.value() as u64, // started, not finished
             throughput: per_s(overall.status[Status::Ok as usize] as f64),

@@ -27,6 +27,10 @@ pub struct Summary {
     pub measured_seconds: f64,
     /// Stopped early (Ctrl-C): the trace covers the time until then.
     pub interrupted: bool,
+    /// Parts of the trace that could not be measured, each with the reason (a live
+    /// server that ended during the run: its phases, series and pools); empty when the
+    /// trace is whole.
+    pub missing: BTreeMap<String, String>,
     /// Requests that arrived after the warm-up, by outcome.
     pub requests: StatusCounts,
     pub in_flight_at_end: u64,

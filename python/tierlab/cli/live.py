@@ -33,6 +33,10 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
     execute("loading", target or "", lambda tick: generate_load(model, mapping, target=target, progress=tick, **load_args), out_dir, quiet)
 
 
+# `live run`'s exit status when the trace was written but lacks the server's side (the
+# server ended during the run); 2 is a wrong input, 130 Ctrl-C.
+INCOMPLETE = 3
+
 HTTP = click.option("--http", "mapping", type=click.Path(dir_okay=False), default=None, help="HTTP mapping (default: tpcw_http.yaml next to MODEL).")
 CACHING = "DB connection caching: a connection held per request, or per transaction block."
 WORKDIR = click.option(
@@ -137,6 +141,12 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
     bed = testbed.Testbed(workdir)
     load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate)
     folder = execute("measuring", bed.state.target, lambda tick: bed.run(model, _mapping(model, mapping), tier, progress=tick, **load_args), out_dir, quiet)
+    missing = json.loads((folder / "summary.json").read_text())["missing"]
+    if missing:
+        for what, why in missing.items():
+            err.print(f"[red]missing[/] {what}: {why}")
+        err.print(f"the run is incomplete: the client's view is in {folder} (failures counted), the rest is lost")
+        sys.exit(INCOMPLETE)
     err.print(f"analyse it with `tierlab analyze profile {folder}` (or bottleneck, fluctuations)")
 
 

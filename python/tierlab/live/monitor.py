@@ -3,7 +3,9 @@ window (100 ms) — CPU user and system (cores busy), disk operations, open TCP 
 processes and threads — into trace-schema time series rows (tier = the process's
 role, resource = "", metrics `cpu_user`, `cpu_system`, `disk_ops`, `sockets`,
 `processes`, `threads`), and the process's CPU as a station: resource `cpu`, metric
-`utilization` = cores busy / the machine's cores, as a simulated CPU station's."""
+`utilization` = cores busy / the machine's cores, as a simulated CPU station's. A
+process that ends during the run (killed, crashed) is noted with the time; its series
+stop there."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ class Monitor:
         self.roles, self.window, self.origin = roles, window, origin
         self.cores = psutil.cpu_count() or 1
         self.rows: list[tuple] = []
+        self.ended: dict[str, float] = {}  # role → start of its first window without the process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tierlab-monitor", daemon=True)
 
@@ -42,13 +45,15 @@ class Monitor:
     def _tree(pid: int) -> list[psutil.Process]:
         try:
             p = psutil.Process(pid)
+            if p.status() == psutil.STATUS_ZOMBIE:  # ended, not yet reaped
+                return []
             return [p, *p.children(recursive=True)]
         except psutil.Error:
             return []
 
     def _read(self) -> dict[str, np.ndarray]:
-        """Per role: cumulative CPU user, system, disk ops; current sockets, processes,
-        threads. The sockets come from one system-wide listing, not one per process
+        """Per role whose process runs: cumulative CPU user, system, disk ops; current
+        sockets, processes, threads. The sockets come from one system-wide listing, not one per process
         (PostgreSQL runs a process per connection: per-process listings made a sample
         take longer than its window)."""
         trees = {role: self._tree(pid) for role, pid in self.roles.items()}
@@ -58,6 +63,8 @@ class Monitor:
             sockets = Counter()
         out = {}
         for role, procs in trees.items():
+            if not procs:
+                continue
             v = np.zeros(6)
             for p in procs:
                 try:
@@ -84,11 +91,16 @@ class Monitor:
         every window since the last one with its rates, so no window is missing."""
         last, last_window = self._read(), 0
         last_t = time.monotonic()
+        self.ended |= {role: 0.0 for role in self.roles if role not in last}
         while not self._stop.is_set():
             self._stop.wait(max(0.0, self.t0 + (last_window + 1) * self.window - time.monotonic()))
             now, now_t = self._read(), time.monotonic()
             window = max(last_window + 1, int((now_t - self.t0) / self.window))
+            for role in last.keys() - now.keys() - self.ended.keys():
+                self.ended[role] = last_window * self.window
             for role, v in now.items():
+                if role not in last:
+                    continue
                 rates = (v[:3] - last[role][:3]) / max(now_t - last_t, 1e-6)
                 for i in range(last_window, window):
                     t = i * self.window
@@ -96,6 +108,11 @@ class Monitor:
                         self.rows.append((t, role, 0, "", metric, float(value)))
                     self.rows.append((t, role, 0, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
             last, last_t, last_window = now, now_t, window
+
+    def missing(self) -> dict[str, str]:
+        """What the series lack, as `summary.missing` says it: `<role>.monitor` for each
+        process that ended during the run."""
+        return {f"{role}.monitor": f"process {self.roles[role]} ended at t ≈ {t:.1f} s; its series stop there" for role, t in sorted(self.ended.items())}
 
     def frame(self, until: float | None = None) -> pd.DataFrame:
         """The rows as a trace series; `until`: only windows starting before it."""

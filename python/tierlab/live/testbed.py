@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from ..errors import InputError
 from ..model import LoadedModel, load_model
@@ -54,6 +55,19 @@ class State:
 
 def _state_file(workdir: Path) -> Path:
     return workdir / "state.json"
+
+
+def running(pid: int) -> bool:
+    """The process exists and has not ended (a killed child of ours stays a zombie
+    until reaped: ended all the same)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+class ServerGone(InputError):
+    """The bookstore's admin endpoint does not answer: the server ended (or never started)."""
 
 
 def _free(port: int) -> bool:
@@ -135,7 +149,7 @@ def up(
         try:
             admin.metrics()
             return state
-        except OSError:
+        except ServerGone:
             if proc.poll() is not None or time.monotonic() > deadline:
                 down(workdir)
                 tail = "\n".join(Path(logfile).read_text().splitlines()[-15:])
@@ -149,11 +163,7 @@ def status(workdir: str | Path = ".tierlab/live") -> State | None:
     if not f.exists():
         return None
     state = State(**json.loads(f.read_text()))
-    try:
-        os.kill(state.pid, 0)
-    except ProcessLookupError:
-        return None
-    return state
+    return state if running(state.pid) else None
 
 
 def down(workdir: str | Path = ".tierlab/live") -> bool:
@@ -166,9 +176,11 @@ def down(workdir: str | Path = ".tierlab/live") -> bool:
     try:
         os.killpg(state.pid, signal.SIGTERM)
         for _ in range(100):
-            os.kill(state.pid, 0)
+            if not running(state.pid):
+                break
             time.sleep(0.05)
-        os.killpg(state.pid, signal.SIGKILL)
+        else:
+            os.killpg(state.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
     if state.kind == "postgres":
@@ -196,6 +208,9 @@ class Admin:
                 return json.loads(r.read())
         except urllib.error.HTTPError as e:
             raise InputError(f"admin {path}: {json.loads(e.read()).get('error', e.reason)}") from None
+        except OSError as e:  # refused, reset, timed out: the server is not there
+            reason = getattr(e, "reason", e)
+            raise ServerGone(f"the bookstore's admin endpoint {self.base} does not answer ({reason}); is the testbed up? (`tierlab live status`)") from None
 
     def metrics(self) -> dict:
         return self._call("GET", "/metrics")
@@ -267,7 +282,11 @@ class Testbed:
         """Execute the model on the testbed: its pools set on the server (`apply`), then
         one load (`generate_load`'s arguments) with the server observed and the
         resource monitor on. Returns the trace in the simulator's schema; Ctrl-C raises
-        RunInterrupted with what was measured until then, the server's side joined."""
+        RunInterrupted with what was measured until then, the server's side joined.
+
+        Nothing measured is lost: if the server ends during the run, the client's view
+        (its failures counted) is still returned, without the server's phase columns
+        and series, and `summary.missing` says what is absent and why."""
         loaded = load_model(model)
         setting = self.apply(loaded, tier)
         names = list(loaded.spec.tiers)
@@ -281,35 +300,55 @@ class Testbed:
         origin = time.monotonic()
         self.admin.observe(origin, window)
         pids = {app if role == "app" else db: pid for role, pid in self._pids().items()}
+        stopped: KeyboardInterrupt | None = None
         with Monitor(pids, window, origin) as mon:
             try:
-                trace, stopped = generate_load(loaded, mapping, target=self.state.target, **load_args), None
+                trace = generate_load(loaded, mapping, target=self.state.target, **load_args)
             except RunInterrupted as e:  # Ctrl-C: the server's side of what was measured is still joined
                 trace, stopped = e.result, e
         s = trace.summary
         period = Period(window, s["warmup"], s["elapsed"] or 0.0)
-        self.wait_idle()  # this run's own last requests finish and are recorded
-        records, windows = self.admin.drain(period.n)
-        if not records.empty:  # a request of an earlier run that outlived wait_idle would join by id
-            records = records[records.start >= origin]
+        missing = mon.missing()
+        server: tuple[pd.DataFrame, dict, dict] | None = None
+        try:
+            server = self._collect(origin, period)
+        except ServerGone as e:
+            ended = mon.ended.get(app)
+            why = f"the server (pid {self.state.pid}) ended at t ≈ {ended:.1f} s" if ended is not None else str(e)
+            missing |= {f"{app}.phases": f"{why}; its phase records were lost with it", f"{app}.series": f"{why}; its windows were lost with it"}
+        except KeyboardInterrupt as e:  # a second Ctrl-C while collecting: keep the client's view
+            stopped = stopped or e
+            missing |= {f"{app}.phases": "Ctrl-C while collecting them", f"{app}.series": "Ctrl-C while collecting them"}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
-        sizes = {p: v["size"] for p, v in self.admin.metrics()["pools"].items()}
-        trace.timeseries = pd.concat([trace.timeseries, server_series(app, windows, pool_names, period), monitored], ignore_index=True)
+        parts = [trace.timeseries, monitored]
+        if server is not None:
+            parts.append(server_series(app, server[1], pool_names, period))
+        trace.timeseries = pd.concat(parts, ignore_index=True)
         for c in ("tier", "resource", "metric"):
             trace.timeseries[c] = trace.timeseries[c].astype("category")
         tiers: dict[str, TierSummary] = {}
         for position, name in enumerate(pids):
             stations = _cpu_station(monitored, name, period)
-            observed = windows if name == app else None
-            server = server_summary(observed, sizes, pool_names, stations, period)
-            tiers[name] = {"position": names.index(name) if name in names else position, "servers": [server], "dispatch": None}
+            observed = server[1] if name == app and server is not None else None
+            summary = server_summary(observed, server[2] if server is not None else {}, pool_names, stations, period)
+            tiers[name] = {"position": names.index(name) if name in names else position, "servers": [summary], "dispatch": None}
         s["tiers"] = tiers
-        if trace.requests is not None:
-            trace.requests = join_server_records(trace.requests, records, app)
+        s["missing"] = dict(sorted(missing.items()))
+        if trace.requests is not None and server is not None:
+            trace.requests = join_server_records(trace.requests, server[0], app)
         if stopped is not None:
             raise RunInterrupted(trace) from stopped
         return trace
+
+    def _collect(self, origin: float, period: Period) -> tuple[pd.DataFrame, dict, dict]:
+        """The server's side of the run just ended: its phase records (once its last
+        requests finish), its first `period.n` windows, and its pools' sizes."""
+        self.wait_idle()
+        records, windows = self.admin.drain(period.n)
+        if not records.empty:  # a request of an earlier run that outlived wait_idle would join by id
+            records = records[records.start >= origin]
+        return records, windows, {p: v["size"] for p, v in self.admin.metrics()["pools"].items()}
 
 
 def _cpu_station(monitored: pd.DataFrame, tier: str, period: Period) -> dict[str, StationSummary]:
@@ -326,4 +365,8 @@ class LiveRunner:
         self.bed, self.mapping, self.tier = bed, mapping, tier
 
     def __call__(self, model: LoadedModel) -> Trace:
-        return self.bed.run(model, self.mapping, self.tier)
+        trace = self.bed.run(model, self.mapping, self.tier)
+        lost = trace.summary["missing"]
+        if lost:  # the rest of the sweep would measure nothing
+            raise ServerGone(f"a run lost {'; '.join(f'{k}: {v}' for k, v in lost.items())}; start the testbed again (`tierlab live up`)")
+        return trace

@@ -148,6 +148,7 @@ class Summary(TypedDict):
     warmup: float
     measured_seconds: float
     interrupted: bool
+    missing: dict[str, str]
     requests: StatusCounts
     in_flight_at_end: int
     throughput: float
