@@ -195,7 +195,7 @@ EMPTY: dict[str, tuple[Callable[[Path], None], dict[str, str]]] = {
     "client only": (
         _client_only,
         {
-            "profile": "no per-tier phase columns",
+            "profile": "a client-only trace (`tierlab load`) measures no server phases",
             "bottleneck": "the trace reports no stations or pools",
             "fluctuations": "no tiers in this trace",
         },

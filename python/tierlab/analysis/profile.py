@@ -87,5 +87,7 @@ def _tiers(r: pd.DataFrame) -> list[str]:
 def _pool_tier(r: pd.DataFrame) -> str:
     tiers = _tiers(r)
     if not tiers:
-        raise TraceError("the request records have no per-tier phase columns (trace schema v2, docs/trace.md)")
+        raise TraceError(
+            "the request records have no per-tier phase columns: a client-only trace (`tierlab load`) measures no server phases; profile a simulated trace or one from `tierlab live run`"
+        )
     return next((t for t in tiers if r[f"{t}.db_requests"].sum() > 0), tiers[0])
