@@ -125,7 +125,7 @@ def each(inner: Criterion) -> Criterion:
     def holds(ours: Mapping, paper: Any) -> bool:
         return bool(ours) and all(inner.holds(v, paper[k] if isinstance(paper, Mapping) else paper) for k, v in ours.items())
 
-    return Criterion(f"each: {inner.text}", holds)
+    return Criterion(inner.text if inner.text.startswith("each: ") else f"each: {inner.text}", holds)
 
 
 def apart(ours: Mapping[Any, float], margins: Mapping[Any, float]) -> bool:
@@ -202,7 +202,7 @@ def _plain(x: Any) -> Any:
 def rounded(x: Any, digits: int = 4) -> Any:
     """Figures as the ledger shows them: floats to `digits` significant digits, recursively."""
     if isinstance(x, Mapping):
-        return {k: rounded(v, digits) for k, v in x.items()}
+        return {(k.item() if hasattr(k, "item") else k): rounded(v, digits) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
         return [rounded(v, digits) for v in x]
     if hasattr(x, "item"):
