@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from .tables import read_csv
+from .tables import positive_numbers, read_csv
 
 COLUMNS = ("clients", "threads", "value")
 PARAMETERS = ("a", "b", "c")
@@ -61,18 +61,7 @@ def read_table(path: str | Path) -> pd.DataFrame:
 
 def check_table(df: pd.DataFrame, where: str = "table") -> pd.DataFrame:
     """The table as floats; every problem names its row (as in the file: header = line 1)."""
-    missing = [c for c in COLUMNS if c not in df.columns]
-    if missing:
-        raise InputError(f"{where}: missing column(s) {', '.join(missing)}; the table needs columns clients,threads,value")
-    out = pd.DataFrame(index=df.index)
-    for col in COLUMNS:
-        values = pd.to_numeric(df[col], errors="coerce")
-        bad = values.isna() | ~np.isfinite(values) | (values <= 0)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{where} line {i + 2}: {col} = {df[col].iloc[i]!r}; {col} must be a positive number")
-        out[col] = values.astype(float)
-    return out.reset_index(drop=True)
+    return positive_numbers(df, COLUMNS, where)
 
 
 def fit(table: pd.DataFrame) -> CostModel:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ..errors import InputError
@@ -43,3 +44,20 @@ def read_json(path: str | Path, keys: tuple[str, ...]) -> dict:
     if missing:
         raise InputError(f"{path}: missing key(s) {', '.join(missing)}; write it again")
     return data
+
+
+def positive_numbers(df: pd.DataFrame, columns: tuple[str, ...], where: str) -> pd.DataFrame:
+    """`columns` of a table read as text, as floats; the first value that is not a
+    positive finite number is an InputError naming its line (header = line 1)."""
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(f"{where}: missing column(s) {', '.join(missing)}; the table needs columns {','.join(columns)}")
+    out = pd.DataFrame(index=df.index)
+    for col in columns:
+        values = pd.to_numeric(df[col], errors="coerce")
+        bad = values.isna() | ~np.isfinite(values) | (values <= 0)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError(f"{where} line {i + 2}: {col} = {df[col].iloc[i]!r}; {col} must be a positive number")
+        out[col] = values.astype(float)
+    return out.reset_index(drop=True)

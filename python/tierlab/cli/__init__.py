@@ -16,6 +16,7 @@ from .common import err
 from .live import live, load_cmd
 from .run import ramp_cmd, schema_cmd, simulate_cmd
 from .size import cost, size
+from .usl import usl
 
 
 @click.group()
@@ -24,7 +25,7 @@ def cli() -> None:
     """Find and fix the soft-resource bottlenecks of multi-tier web applications."""
 
 
-for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live):
+for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl):
     cli.add_command(command)
 
 

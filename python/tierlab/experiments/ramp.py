@@ -9,6 +9,8 @@ import pandas as pd
 
 from ..analysis.bottleneck import bottleneck
 from ..analysis.knee import Knee, find_knee
+from ..analysis.usl import Usl
+from ..analysis.usl import fit as fit_usl
 from ..errors import InputError
 from ..model import LoadedModel, load_model
 from ..model.spec import Closed
@@ -100,3 +102,12 @@ def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float 
     with per-request records."""
     over = table[table.retransmitted > share]
     return float(over.load.min()) if len(over) else None
+
+
+def scalability(model, table: pd.DataFrame) -> Usl | None:
+    """The Universal Scalability Law through a ramp's throughput, when its load is a
+    number of clients (a closed workload: the USL's N); None for an open workload
+    (sessions per second are no concurrency) or a ramp of fewer than 4 steps."""
+    if not load_path(load_model(model)).endswith("clients") or table.load.nunique() < 4:
+        return None
+    return fit_usl(table.load, table.throughput)

@@ -93,3 +93,21 @@ def cost_fit_plot(model: Any, path: str | Path) -> Path:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)
+
+
+def usl_plot(usl: Any, concurrency: Any, throughput: Any, path: str | Path) -> Path:
+    """Measured throughput and the fitted Universal Scalability Law, N* marked."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    n = np.linspace(0, max(float(np.max(concurrency)), usl.n_star or 0) * 1.1, 200)
+    ax.plot(concurrency, throughput, "o", label="measured")
+    ax.plot(n, usl.throughput(n), "-", label=f"USL σ={usl.sigma:.3g} κ={usl.kappa:.3g}")
+    if usl.n_star is not None:
+        ax.axvline(usl.n_star, ls=":", color="grey", label=f"N* {usl.n_star:.3g}")
+    ax.set_xlabel("concurrency")
+    ax.set_ylabel("throughput (req/s)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

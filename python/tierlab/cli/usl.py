@@ -1,0 +1,48 @@
+"""`tierlab usl fit`: the Universal Scalability Law through a throughput table."""
+
+from __future__ import annotations
+
+import click
+
+from .common import about, out, write_json
+
+
+@click.group()
+def usl() -> None:
+    """Universal Scalability Law (Gunther): contention σ, coherency κ, peak N*."""
+
+
+@usl.command("fit")
+@click.argument("table", type=click.Path(dir_okay=False))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), help="Write σ, κ, λ₁, N* and their intervals as JSON ('-': stdout).")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Write the measured points and the fitted curve as a PNG.")
+@click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True, help="Confidence level of the intervals.")
+def usl_fit(table, json_out, plot, level) -> None:
+    """Fit X(N) = λ₁N / (1 + σ(N−1) + κN(N−1)) to TABLE.csv (columns
+    concurrency,throughput; several rows per concurrency allowed)."""
+    from ..analysis.usl import fit, read_table
+    from ..report.plots import usl_plot
+
+    with about(table):
+        df = read_table(table)
+        result = fit(df.concurrency, df.throughput, level)
+    if json_out != "-":
+        out.print(describe(result), markup=False)
+    if json_out:
+        write_json(None if json_out == "-" else json_out, result.as_json())
+    if plot:
+        usl_plot(result, df.concurrency, df.throughput, plot)
+
+
+def describe(result) -> str:
+    """One line: the parameters, N* and their intervals."""
+
+    def ci(name: str) -> str:
+        low, high = result.ci[name]
+        return "" if low is None else f" [{low:.3g}, {'∞' if high is None else f'{high:.3g}'}]"
+
+    peak = "no peak (κ = 0)" if result.n_star is None else f"N* = {result.n_star:.3g}{ci('n_star')}"
+    return (
+        f"USL: σ = {result.sigma:.4g}{ci('sigma')}, κ = {result.kappa:.4g}{ci('kappa')}, "
+        f"λ₁ = {result.lambda1:.4g}{ci('lambda1')} req/s, {peak} ({result.level:.0%} intervals)"
+    )
