@@ -177,7 +177,7 @@ def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, 
     """Profiling tests on the running bookstore: its pools resized through the admin
     endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""
     loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
-    run_profile(loaded, out_dir, M, N, seeds, overload, tier, runner=runner, bound=bound)
+    run_profile(loaded, out_dir, M, N, seeds, overload, tier, runner=runner, bound=bound, log=err.print)
 
 
 @live.command("validate")
@@ -187,4 +187,4 @@ def live_validate(model, configs, start, step, runs, tier, json_out, csv_out, ma
     """The maximum sustainable session throughput of (M, N) configurations, measured on
     the running bookstore (Totok & Karamcheti: ≥ 60% of the runs serve every request)."""
     loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
-    run_validate(loaded, configs, start, step, runs, tier, json_out, csv_out, runner=runner)
+    run_validate(loaded, configs, start, step, runs, tier, json_out, csv_out, runner=runner, log=err.print)

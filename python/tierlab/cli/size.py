@@ -53,8 +53,8 @@ def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
     """`where`: workers/scheduler for the simulator, or runner/bound for a live system."""
     from ..experiments.sizing import profile_grid
 
-    grid = profile_grid(model, ints(M), ints(N), overload=overload, seeds=ints(seeds), tier=tier, **where)
-    folder = grid.write(out_dir)
+    folder = Path(out_dir)  # written as each point is measured
+    grid = profile_grid(model, ints(M), ints(N), overload=overload, seeds=ints(seeds), tier=tier, out_dir=folder, **where)
     late = grid.runs[~grid.runs["overloaded"]]
     if len(late):
         err.print(f"[yellow]warning:[/] {len(late)} runs never reached overload; see {folder / 'runs.csv'}")

@@ -46,6 +46,7 @@ def sweep(
     scheduler: str | None = None,
     progress: str | None = "sweep",
     runner: Callable[[LoadedModel], Trace] | None = None,
+    on_result: Callable[[int, T], None] | None = None,
 ) -> list[T]:
     """Simulate every run and return `measure(trace)` of each, in order.
 
@@ -56,7 +57,10 @@ def sweep(
 
     `runner(model) -> Trace` executes each run instead of the simulator — e.g.
     `tierlab.live.LiveRunner`, which measures the live testbed; runs then go one after
-    another in this process (there is one system to measure)."""
+    another in this process (there is one system to measure).
+
+    `on_result(i, value)` is called as each run's result comes in (in the order the
+    runs finish), e.g. to report it or write it at once."""
     loaded = load_model(model)
     for i, run in enumerate(runs):  # fail here, with the run named, not in a worker
         try:
@@ -81,6 +85,8 @@ def sweep(
         def done(i: int, value: Any) -> None:
             results[i] = value
             bar.advance(task)
+            if on_result is not None:
+                on_result(i, value)
 
         if runner is not None:
             if scheduler is not None:

@@ -11,8 +11,10 @@ windows are not steady states, and their request/session ratio understates L."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -24,11 +26,11 @@ from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run.sweep import Run, sweep
 from ...trace import Trace
+from .runlog import RATE, RunLog
 
 # The paper's profiling grid (§5.3).
 PAPER_M = (5, 10, 15, 20, 30, 50)
 PAPER_N = (1, 2, 4, 5, 10, 15, 20, 30, 40)
-RATE = "workload.population.session_rate"
 POINT_COLUMNS = ("M", "N", "type", "count", "wait_thread", "p", "wait_db", "q_active", "q_idle", "q", "db_requests", "response_time")
 RUN_COLUMNS = ("M", "N", "seed", "offered", "served")
 
@@ -44,12 +46,13 @@ class ProfileGrid:
     setting: PoolSetting
     model: str
 
-    def write(self, folder: str | Path) -> Path:
+    def write(self, folder: str | Path, complete: bool = True) -> Path:
+        """`complete`: False while points are still being measured."""
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
         self.points.to_csv(out / "points.csv", index=False)
         self.runs.to_csv(out / "runs.csv", index=False)
-        meta = {"model": self.model, "L": self.L, "share": self.share.to_dict(), "pools": vars(self.setting)}
+        meta = {"model": self.model, "L": self.L, "share": self.share.to_dict(), "pools": vars(self.setting), "complete": complete}
         (out / "profile.json").write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
         return out
 
@@ -107,6 +110,8 @@ def profile_grid(
     progress: bool = True,
     runner=None,
     bound: float | None = None,
+    out_dir: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
 ) -> ProfileGrid:
     """Profile every (M, N) of the grid with M ≥ N.
 
@@ -114,52 +119,92 @@ def profile_grid(
     of the requests. A system that thrashes under heavy overload serves less there than
     at its capacity, so the pilot can underestimate it: until the runs reject, the
     offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
-    says whether each point got there).
+    says whether each point got there). At most 1 + P·(1 + max_rounds·seeds) runs for
+    P points.
 
     `bound`: sessions/s no (M, N) can serve more of (default: the model's CPU bound);
     give it for a live system, whose demands the model's tiers need not describe.
-    `runner`: execute the runs elsewhere than the simulator (see `sweep`)."""
+    `runner`: execute the runs elsewhere than the simulator (see `sweep`).
+    `out_dir`: the profile is written there as each point is measured (`profile.json`
+    says `"complete": false` until the last). `log`: one line per run as it ends
+    (`RunLog`), in place of the progress bars."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     bound = bound or loaded.session_rate_bound()
     if bound is None or not isinstance(loaded.spec.workload.population, Open):
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
     pts = grid_points(M_values, N_values)
-    run = {"workers": workers, "scheduler": scheduler, "runner": runner}
-    ((share, L),) = sweep(loaded, [Run({RATE: bound / 2}, seeds[0])], _load_structure, workers=1, progress=None, runner=runner)
-    label = (lambda what, n: f"{what} ({n} points)") if progress else (lambda what, n: None)
-    pilot = sweep(
-        loaded, [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts], served_requests, progress=label("pilot runs", len(pts)), **run
-    )
+    lines = RunLog(log, setting, 1 + len(pts) * (1 + max_rounds * len(seeds)), loaded.spec.run.duration) if log else None
+    if lines:
+        lines.start(f"profiling {len(pts)} points")
+
+    def measure(what: str, plan: list[Run], f: Callable, outcome: Callable[[Any], str], on_result=None, **how) -> list:
+        """`sweep` with each result reported (`log`) and handed to `on_result`."""
+        report = lines.step(what, plan, outcome) if lines else None
+
+        def done(i: int, value: Any) -> None:
+            if report:
+                report(i, value)
+            if on_result:
+                on_result(i, value)
+
+        bar = None if lines or not progress else f"{what}: {len(plan)} runs"
+        return sweep(loaded, plan, f, progress=bar, runner=runner, on_result=done, **how)
+
+    ((share, L),) = measure("load structure", [Run({RATE: bound / 2}, seeds[0])], _load_structure, lambda v: f"L = {v[1]:.2f} requests per session", workers=1)
+    where = {"workers": workers, "scheduler": scheduler}
+    pilots = [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts]
+    pilot = measure("pilot", pilots, served_requests, lambda x: f"serves {x:.2f} requests/s", **where)
     rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
     found: dict[tuple[int, int], list] = {}
     pending = list(pts)
     for round_ in range(1, max_rounds + 1):
         keys = [(pt, s) for pt in pending for s in seeds]
-        measured = sweep(
-            loaded,
+        latest: dict[tuple[int, int], dict[int, Any]] = {}
+
+        def point_measured(i: int, value: Any, keys=keys, latest=latest) -> None:  # this round's
+            pt, seed = keys[i]
+            latest.setdefault(pt, {})[seed] = value
+            if len(latest[pt]) == len(seeds):
+                found[pt] = [latest[pt][s] for s in seeds]
+                if out_dir is not None:
+                    _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected).write(out_dir, complete=False)
+
+        measure(
+            f"profiling round {round_}",
             [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys],
             _profile_run,
-            progress=label(f"profiling runs, round {round_}", len(pending)),
-            **run,
+            lambda v: f"{v[2]:.1%} of the requests not served",
+            point_measured,
+            **where,
         )
-        for i, pt in enumerate(pending):
-            found[pt] = measured[i * len(seeds) : (i + 1) * len(seeds)]
         last = round_ == max_rounds
         pending = [pt for pt in pending if not last and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected]
+        if lines:
+            lines.bound(len(pending) * (max_rounds - round_) * len(seeds))
         if not pending:
             break
         for pt in pending:
             rate[pt] *= 1 + overload
+    grid = _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected)
+    if out_dir is not None:
+        grid.write(out_dir)
+    if lines:
+        lines.end(f"profiled {len(pts)} points, {int(grid.runs['overloaded'].sum())} of {len(grid.runs)} runs overloaded,")
+    return grid
+
+
+def _grid(found: dict, rate: dict, seeds, share: pd.Series, L: float, setting: PoolSetting, name: str, min_rejected: float) -> ProfileGrid:
+    """The profile of the points measured so far (`found`: their latest runs, by seed)."""
     rows, run_rows = [], []
-    for pt in pts:
+    for pt in sorted(found):
         for seed, (phases, served, rejected) in zip(seeds, found[pt]):
             rows.append(phases.reset_index().assign(M=pt[0], N=pt[1]))
             run_rows.append(
                 {"M": pt[0], "N": pt[1], "seed": seed, "offered": rate[pt], "served": served / L, "rejected": rejected, "overloaded": rejected >= min_rejected}
             )
     points = _pool_seeds(pd.concat(rows, ignore_index=True))
-    return ProfileGrid(points, pd.DataFrame(run_rows), share, L, setting, loaded.spec.name)
+    return ProfileGrid(points, pd.DataFrame(run_rows), share, L, setting, name)
 
 
 def _pool_seeds(df: pd.DataFrame) -> pd.DataFrame:

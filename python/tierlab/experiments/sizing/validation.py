@@ -7,10 +7,12 @@ The search starts at a guess (the method's prediction), brackets the boundary wi
 strides that double, then bisects the grid. Every configuration being searched advances one
 step per round, and a round is one sweep, so all cores stay busy. Each rate is tried
 with the same seeds (common random numbers), which keeps neighbouring rates and
-configurations comparable."""
+configurations comparable. At most `max_rounds` rounds: a search still open then (its
+boundary beyond the last rate that passed) reports that rate, flagged not bracketed."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -19,7 +21,7 @@ from ...model import load_model
 from ...model.pools import PoolSetting
 from ...run.sweep import Run, sweep
 from ...trace import Trace
-from .profiling import RATE
+from .runlog import RATE, RunLog
 
 
 def all_served(trace: Trace) -> bool:
@@ -70,32 +72,46 @@ def max_sustainable_rate(
     scheduler: str | None = None,
     progress: bool = True,
     runner=None,
+    max_rounds: int = 12,
+    log: Callable[[str], None] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Returns (result: M, N, lambda_max; trials: M, N, lambda, passed_runs, runs, passed).
-    `extra` holds further model changes applied to every run (e.g. a mix); `runner`
-    executes the runs elsewhere than the simulator (see `sweep`)."""
+    """Returns (result: M, N, lambda_max, bracketed; trials: M, N, lambda, passed_runs,
+    runs, passed). `extra` holds further model changes applied to every run (e.g. a
+    mix); `runner` executes the runs elsewhere than the simulator (see `sweep`). At
+    most `max_rounds` × runs × configurations runs; `log`: one line per run as it ends
+    (`RunLog`), in place of the progress bar."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     guess = start if isinstance(start, dict) else {c: start for c in configs}
     searches = [_Search(M, N, max(1, round(guess[(M, N)] / step))) for M, N in dict.fromkeys(configs)]
     trials = []
     rounds = 0
-    while active := [s for s in searches if not s.done]:
+    lines = RunLog(log, setting, max_rounds * runs * len(searches), loaded.spec.run.duration) if log else None
+    if lines:
+        lines.start(f"capacity search of {len(searches)} configurations")
+    while (active := [s for s in searches if not s.done]) and rounds < max_rounds:
         rounds += 1
         plan = [(s, seed) for s in active for seed in range(1, runs + 1)]
+        planned = [Run({**(extra or {}), **setting.changes(s.M, s.N), RATE: s.at * step}, seed) for s, seed in plan]
         outcome = sweep(
             loaded,
-            [Run({**(extra or {}), **setting.changes(s.M, s.N), RATE: s.at * step}, seed) for s, seed in plan],
+            planned,
             all_served,
             workers=workers,
             scheduler=scheduler,
             runner=runner,
-            progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress else None,
+            progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress and not lines else None,
+            on_result=lines.step(f"capacity search round {rounds}", planned, lambda ok: "all served" if ok else "not all served") if lines else None,
         )
         for i, s in enumerate(active):
             ok = sum(outcome[i * runs : (i + 1) * runs])
             passed = ok >= success * runs
             trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": runs, "passed": passed})
             s.record(passed)
-    result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10)} for s in searches])
+        if lines:
+            lines.bound((max_rounds - rounds) * runs * sum(not s.done for s in searches))
+    result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10), "bracketed": s.done} for s in searches])
+    if lines:
+        open_ = sum(not s.done for s in searches)
+        lines.end(f"capacity search done ({open_} of {len(searches)} not bracketed within {max_rounds} rounds)" if open_ else "capacity search done")
     return result, pd.DataFrame(trials)
