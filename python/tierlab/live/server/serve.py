@@ -25,8 +25,13 @@ import json
 import logging
 import signal
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.utilities import BadRequest, Error
 
 from .bookstore import Bookstore, Database
 from .middleware import ConnectionPool, Tier
@@ -38,6 +43,77 @@ from .middleware import ConnectionPool, Tier
 SERVER_THREADS = 512
 MAX_THREADS = 128  # the largest M
 MAX_CONNECTIONS = 256  # below the project's PostgreSQL max_connections (300)
+
+# Limits of a server that faces any client, chosen for a benchmark server on a LAN.
+# The load generator sends requests of ~300 bytes; TPC-W's forms are a few fields.
+MAX_REQUEST_LINE = 8 * 1024  # method, URL, version: Apache's LimitRequestLine (8,190), nginx's 8k buffer → 414
+MAX_HEAD = 16 * 1024  # request line and headers together → 431
+MAX_BODY = 64 * 1024  # a form body → 413
+# A request must arrive whole within this many seconds of its first byte, else 408 —
+# what waitress lacks: its channel_timeout counts from the last byte received, so a
+# request trickled a byte at a time (slowloris) would hold a channel for ever.
+REQUEST_TIMEOUT = 10
+# Seconds a connection may sit idle between requests: longer than TPC-W's longest think
+# time (70 s), so a browser keeps its connection; a silent half-sent request ends too.
+CHANNEL_TIMEOUT = 75
+CLEANUP_INTERVAL = 5  # how often idle connections are looked for (waitress: 30 s)
+# Connections held at once (waitress polls with select(), which fails beyond 1,024
+# descriptors); past it new connections wait in the listen backlog, not refused.
+CONNECTION_LIMIT = 900
+BACKLOG = 4096
+
+
+class URITooLong(Error):
+    code = 414
+    reason = "URI Too Long"
+
+
+class RequestTimeout(Error):
+    code = 408
+    reason = "Request Timeout"
+
+
+class LimitedParser(HTTPRequestParser):
+    """waitress's request parser with what it lacks: a request-line limit (414), a
+    deadline for the whole request (408), and no request with both Content-Length and
+    Transfer-Encoding (400: the shape of request smuggling; RFC 9112 §6.1 lets a server
+    reject it, and any error response closes the connection). waitress itself would
+    decode the chunks, drop the Content-Length and keep the connection."""
+
+    request_line_limit = MAX_REQUEST_LINE
+    request_timeout: float = REQUEST_TIMEOUT
+
+    def __init__(self, adj):
+        super().__init__(adj)
+        self.began: float | None = None
+
+    def received(self, data: bytes) -> int:
+        if self.completed:
+            return 0
+        now = time.monotonic()
+        self.began = self.began if self.began is not None else now
+        if now - self.began > self.request_timeout:
+            return self._refuse(RequestTimeout(f"the request did not arrive within {self.request_timeout:g} s"), data)
+        in_head = self.body_rcv is None
+        if in_head:
+            buffered = self.header_plus + data
+            first_line = buffered.find(b"\n")
+            if (first_line if first_line >= 0 else len(buffered)) > self.request_line_limit:
+                return self._refuse(URITooLong(f"the request line exceeds {self.request_line_limit} bytes"), data)
+        consumed = super().received(data)
+        if in_head and (self.body_rcv is not None or self.completed) and self.error is None and self.chunked and "CONTENT_LENGTH" in self.headers:
+            return self._refuse(BadRequest("Content-Length together with Transfer-Encoding"), data)
+        return consumed
+
+    def _refuse(self, error: Error, data: bytes) -> int:
+        if getattr(self, "command", None) is None:
+            self.parse_header(b"GET / HTTP/1.0\r\n")  # as waitress answers a head too large: a request to answer
+        self.error, self.completed = error, True
+        return len(data)
+
+
+class LimitedChannel(HTTPChannel):
+    parser_class = LimitedParser
 
 
 def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
@@ -152,6 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--connections", type=int, default=10)
     ap.add_argument("--caching", choices=["request", "transaction"], default="transaction")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds a request waits for a thread or a connection")
+    ap.add_argument("--request-timeout", type=float, default=REQUEST_TIMEOUT, help="seconds a request may take to arrive whole (408)")
+    ap.add_argument("--channel-timeout", type=int, default=CHANNEL_TIMEOUT, help="seconds an idle connection is kept")
+    ap.add_argument("--connection-limit", type=int, default=CONNECTION_LIMIT, help="connections held at once (more wait in the backlog)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from waitress.server import create_server
@@ -159,11 +238,21 @@ def main(argv: list[str] | None = None) -> None:
     db = Database(a.db)
     pool = ConnectionPool(db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
     tier = Tier(Bookstore(db, pool), threads=a.threads, thread_timeout=a.timeout, db=pool)
-    # waitress polls with select(), which fails beyond 1,024 descriptors; past its
-    # connection limit new connections wait in the listen backlog instead.
     server = create_server(
-        tier, host=a.host, port=a.port, threads=SERVER_THREADS, connection_limit=900, backlog=4096, channel_timeout=300, ident="tierlab-bookstore"
+        tier,
+        host=a.host,
+        port=a.port,
+        threads=SERVER_THREADS,
+        connection_limit=a.connection_limit,
+        backlog=BACKLOG,
+        channel_timeout=a.channel_timeout,
+        cleanup_interval=min(CLEANUP_INTERVAL, a.channel_timeout),
+        max_request_header_size=MAX_HEAD,
+        max_request_body_size=MAX_BODY,
+        ident="tierlab-bookstore",
     )
+    LimitedParser.request_timeout = a.request_timeout
+    server.channel_class = LimitedChannel
     # Listening on the application port first: an answering admin endpoint means "up".
     admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())
     signal.signal(signal.SIGTERM, lambda *_: server.close())

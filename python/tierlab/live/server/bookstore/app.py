@@ -12,7 +12,7 @@ import html
 import random
 import threading
 import time
-from http.cookies import SimpleCookie
+from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qs
 
 from ..middleware import ConnectionPool
@@ -21,6 +21,15 @@ from .data import SHIP_TYPES, SUBJECTS, Database
 
 class NotFound(Exception):
     pass
+
+
+class BadInput(Exception):
+    """A parameter, form or cookie the page cannot take: 400, not a server error."""
+
+
+# Keys are INTEGER columns: 32-bit in PostgreSQL (a larger value would fail in the
+# database, and a larger one still overflow SQLite's 64 bits).
+MAX_ID = 2**31 - 1
 
 
 class Bookstore:
@@ -52,22 +61,37 @@ class Bookstore:
         if handler is None:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"no such page\n"]
-        args = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
-        if environ.get("REQUEST_METHOD") == "POST":
-            size = int(environ.get("CONTENT_LENGTH") or 0)
-            args.update({k: v[-1] for k, v in parse_qs(environ["wsgi.input"].read(size).decode()).items()})
-        cookies = SimpleCookie(environ.get("HTTP_COOKIE", ""))
-        cart = int(cookies["sc_id"].value) if "sc_id" in cookies else None
         headers = [("Content-Type", "text/html; charset=utf-8")]
         try:
+            args, cart = self._inputs(environ)
             title, body, new_cart = handler(args, cart)
         except NotFound as e:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [f"{e}\n".encode()]
+        except BadInput as e:
+            start_response("400 Bad Request", [("Content-Type", "text/plain")])
             return [f"{e}\n".encode()]
         if new_cart is not None and new_cart != cart:
             headers.append(("Set-Cookie", f"sc_id={new_cart}; Path=/"))
         start_response("200 OK", headers)
         return [f"<html><head><title>TPC-W {title}</title></head><body><h1>{title}</h1>{body}</body></html>".encode()]
+
+    def _inputs(self, environ) -> tuple[dict[str, str], int | None]:
+        """The query's and the form's parameters (the last of a repeated one), and the
+        session's cart from its cookie."""
+        args = {k: v[-1] for k, v in parse_qs(environ.get("QUERY_STRING", "")).items()}
+        if environ.get("REQUEST_METHOD") == "POST":
+            size = int(environ.get("CONTENT_LENGTH") or 0)  # the server checked it is digits
+            try:
+                form = environ["wsgi.input"].read(size).decode()
+            except UnicodeDecodeError:
+                raise BadInput("the form is not UTF-8") from None
+            args.update({k: v[-1] for k, v in parse_qs(form).items()})
+        try:
+            cookies = SimpleCookie(environ.get("HTTP_COOKIE", ""))
+        except CookieError as e:
+            raise BadInput(f"unreadable cookies: {e}") from None
+        return args, (self._int({"sc_id": cookies["sc_id"].value}, "sc_id") if "sc_id" in cookies else None)
 
     def query(self, sql: str, args: tuple = (), one: bool = False):
         """One database access: getConnection(), execute, fetch, close()."""
@@ -90,11 +114,16 @@ class Bookstore:
             return self._next[table]
 
     @staticmethod
-    def _int(args: dict, key: str, default: int = 1) -> int:
-        try:
-            return int(args.get(key, default))
-        except ValueError:
+    def _int(args: dict, key: str, default: int | None = None) -> int:
+        """A whole number 0…MAX_ID; `default` if absent (None: it must be given)."""
+        text = args.get(key)
+        if text is None:
+            if default is None:
+                raise BadInput(f"{key} is missing")
             return default
+        if not (text.isascii() and text.isdigit() and int(text) <= MAX_ID):
+            raise BadInput(f"{key} must be a whole number 0…{MAX_ID}, got {text[:40]!r}")
+        return int(text)
 
     @staticmethod
     def _list(rows, fmt) -> str:
