@@ -201,13 +201,22 @@ impl Browser {
                 continue;
             };
             let status = resp.code.unwrap_or(0);
+            if !(100..=599).contains(&status) {
+                return Err(Failure::Protocol.into());
+            }
             let (mut length, mut chunked, mut close) = (None, false, resp.version == Some(0));
+            let mut encoded = false;
             let mut cookies = Vec::new();
             for h in resp.headers.iter() {
                 let value = std::str::from_utf8(h.value).unwrap_or("");
                 if h.name.eq_ignore_ascii_case("content-length") {
-                    length = Some(value.trim().parse::<u64>().map_err(|_| Failure::Protocol)?);
+                    let n = value.trim().parse::<u64>().map_err(|_| Failure::Protocol)?;
+                    if length.is_some_and(|m| m != n) {
+                        return Err(Failure::Protocol.into()); // two lengths: which one frames the body?
+                    }
+                    length = Some(n);
                 } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                    encoded = true;
                     chunked = value.to_ascii_lowercase().contains("chunked");
                 } else if h.name.eq_ignore_ascii_case("connection") {
                     let v = value.to_ascii_lowercase();
@@ -215,6 +224,11 @@ impl Browser {
                 } else if h.name.eq_ignore_ascii_case("set-cookie") {
                     cookies.push(value.to_string());
                 }
+            }
+            if encoded && length.is_some() {
+                // RFC 9112 §6.3: the shape of response splitting, "ought to be handled as
+                // an error"; the connection is not reused.
+                return Err(Failure::Protocol.into());
             }
             self.buf.advance(n);
             if (100..200).contains(&status) {
@@ -448,6 +462,97 @@ mod tests {
         assert_eq!(got, expected.map(Err).to_vec());
         let (addr, _server) = serve(vec![b"this is not HTTP\r\n\r\n"], 1).await;
         assert_eq!(fetch_all(addr, 1).await.0, vec![Err(Failure::Protocol)]);
+    }
+
+    /// A server that answers one request with `reply` and then holds the connection
+    /// open without a word: a client that waited for more would hang.
+    async fn serve_and_hold(reply: Vec<u8>) -> SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            while !head.ends_with(b"\r\n\r\n") {
+                let mut b = [0u8; 1];
+                if s.read(&mut b).await.unwrap_or(0) == 0 {
+                    return;
+                }
+                head.push(b[0]);
+            }
+            let _ = s.write_all(&reply).await;
+            tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+        });
+        addr
+    }
+
+    /// One fetch, which must end (the tests' bound: far beyond a loopback exchange).
+    async fn fetch_once(addr: SocketAddr) -> Result<u64, Failure> {
+        let mut b = Browser::default();
+        tokio::time::timeout(std::time::Duration::from_secs(20), b.fetch(addr, "h", &GET))
+            .await
+            .expect("the client hung on a malformed response")
+    }
+
+    #[tokio::test]
+    async fn malformed_responses_are_protocol_failures_never_a_hang() {
+        let many_headers: String = (0..MAX_HEADERS + 1)
+            .map(|i| format!("X-{i}: y\r\n"))
+            .collect();
+        let huge_header = format!("X-Big: {}\r\n", "z".repeat(MAX_HEAD + 1));
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("bad status line", b"HTTP/1.1 abc OK\r\nContent-Length: 0\r\n\r\n".to_vec()),
+            ("status out of range", b"HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n".to_vec()),
+            ("not HTTP at all", b"\x00\xff garbage \x07\r\n\r\n".to_vec()),
+            (
+                "Content-Length with Transfer-Encoding",
+                b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n".to_vec(),
+            ),
+            ("two different lengths", b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd".to_vec()),
+            ("a length that is no number", b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n".to_vec()),
+            ("a bad chunk size", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n".to_vec()),
+            ("a chunk without its CRLF", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n".to_vec()),
+            ("too many headers", format!("HTTP/1.1 200 OK\r\n{many_headers}").into_bytes()),
+            ("a head without end", format!("HTTP/1.1 200 OK\r\n{huge_header}").into_bytes()),
+        ];
+        for (what, reply) in cases {
+            let addr = serve_and_hold(reply).await;
+            assert_eq!(fetch_once(addr).await, Err(Failure::Protocol), "{what}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_closed_mid_response_is_a_protocol_failure() {
+        for reply in [
+            &b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly part"[..],
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nhalf",
+            b"HTTP/1.1 200 OK\r\nContent-Le",
+        ] {
+            let (addr, _server) = serve(vec![reply], 1).await;
+            assert_eq!(fetch_once(addr).await, Err(Failure::Protocol), "{reply:?}");
+        }
+        // Nothing at all on a fresh connection: the server closed it, not a retry case.
+        let (addr, _server) = serve(vec![b""], 1).await;
+        assert_eq!(fetch_once(addr).await, Err(Failure::Protocol));
+    }
+
+    #[tokio::test]
+    async fn after_a_failure_the_connection_is_not_reused() {
+        // A reply with a stray byte after its declared body, then a good one: had the
+        // connection been kept, the next response would be read from the stray byte.
+        let (addr, server) = serve(
+            vec![b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\nabcX"],
+            2,
+        )
+        .await;
+        let mut b = Browser::default();
+        assert_eq!(b.fetch(addr, "h", &GET).await, Err(Failure::Protocol));
+        assert_eq!(b.fetch(addr, "h", &GET).await, Err(Failure::Protocol));
+        assert_eq!(
+            server.await.unwrap().len(),
+            2,
+            "each fetch on a connection of its own"
+        );
+        assert_eq!(b.reconnects, 0);
     }
 
     #[tokio::test]
