@@ -13,6 +13,7 @@ from ..errors import InputError, ModelError, TraceError
 from ..model import ModelWarning
 from .analyze import analyze
 from .common import err
+from .imports import import_cmd
 from .live import live, load_cmd
 from .run import ramp_cmd, schema_cmd, simulate_cmd
 from .size import cost, size
@@ -25,7 +26,7 @@ def cli() -> None:
     """Find and fix the soft-resource bottlenecks of multi-tier web applications."""
 
 
-for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl):
+for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl, import_cmd):
     cli.add_command(command)
 
 

@@ -109,3 +109,31 @@ def _print_fluctuations(f: dict) -> None:
             f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",
             markup=False,
         )
+
+
+@analyze.command("ramp")
+@click.argument("trace_dirs", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--loads", help="The load of each run, comma-separated in the order given (e.g. k6's VUs). Default: each run's mean requests in flight.")
+@MACHINE_OUTPUT
+def analyze_ramp(trace_dirs, loads, json_out, csv_out) -> None:
+    """The knee of the p90 curve and the USL over runs made elsewhere (imported or
+    live), one step per trace (the CSV: one row per run)."""
+    from ..experiments.ramp import ramp_of_traces
+    from ..trace import read_trace
+    from .usl import describe
+
+    traces = []
+    for d in trace_dirs:
+        with about(d):
+            traces.append(read_trace(d))
+    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
+    table, knee, usl = ramp_of_traces(traces, steps)
+    if for_people(json_out, csv_out):
+        out.print(table.to_string(index=False), markup=False, soft_wrap=True)
+        out.print(
+            f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]" if knee.load is not None else "no knee over these runs",
+            markup=False,
+        )
+        if usl is not None:
+            out.print(describe(usl), markup=False)
+    for_machines(json_out, csv_out, lambda: {"knee": asdict(knee), "usl": usl and usl.as_json(), "steps": table.to_dict(orient="records")}, lambda: table)

@@ -59,15 +59,17 @@ def schema_cmd() -> None:
 def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, warmup, json_out, csv_out) -> None:
     """Black-box capacity: a load ramp and the knee of its p90 response time (the CSV:
     one row per load)."""
-    from ..experiments.ramp import ramp, retransmission_threshold
+    from ..experiments.ramp import ramp, retransmission_threshold, scalability
     from ..report.plots import ramp_plot
+    from .usl import describe
 
     steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
     table, knee = ramp(
         with_run_length(model, duration, warmup), steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start
     )
     threshold = retransmission_threshold(table)
-    result = {"knee": asdict(knee), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
+    usl = scalability(model, table)
+    result = {"knee": asdict(knee), "usl": usl and usl.as_json(), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
     if for_people(json_out, csv_out):
         out.print(table.to_string(index=False), markup=False, soft_wrap=True)
         if knee.load is None:
@@ -77,6 +79,8 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
             )
         else:
             out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
+        if usl is not None:
+            out.print(describe(usl), markup=False)
         if threshold is not None:
             out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
     for_machines(json_out, csv_out, lambda: result, lambda: table)

@@ -96,6 +96,19 @@ def ramp(
     return table, find_knee(table.load, table.p90, table.throughput)
 
 
+def ramp_of_traces(traces: list[Trace], loads=None) -> tuple[pd.DataFrame, Knee, Usl | None]:
+    """A ramp from runs made elsewhere (imported from another load tool, or live):
+    one step per trace at its load — the given concurrency (e.g. k6's VUs) or, without
+    it, the mean number of requests in flight (Little's L) — with the knee of the p90
+    curve and the USL through the throughput (4 steps or more)."""
+    if loads is not None and len(loads) != len(traces):
+        raise InputError(f"{len(loads)} loads for {len(traces)} runs; give one load per run, in the same order")
+    rows = [{"load": float(x) if loads is not None else t.summary["little"]["mean_in_system"], **_point(t)} for x, t in zip(loads or traces, traces)]
+    table = pd.DataFrame(rows).sort_values("load", kind="stable").reset_index(drop=True)
+    usl = fit_usl(table.load, table.throughput) if table.load.nunique() >= 4 else None
+    return table, find_knee(table.load, table.p90, table.throughput), usl
+
+
 def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float | None:
     """The lowest load of a ramp at which more than `share` of the requests saw a TCP
     retransmission (Wang et al.'s threshold workload); None if none did. Needs runs

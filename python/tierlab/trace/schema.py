@@ -140,7 +140,7 @@ class Errors(TypedDict):
 @with_config(_STRICT)
 class Summary(TypedDict):
     model: str
-    source: Literal["simulation", "live"]
+    source: Literal["simulation", "live", "import"]
     schema_version: int
     window: float
     seed: int
