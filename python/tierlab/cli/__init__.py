@@ -15,6 +15,7 @@ from .analyze import analyze
 from .common import err
 from .imports import import_cmd
 from .live import live, load_cmd
+from .report import report_cmd
 from .run import ramp_cmd, schema_cmd, simulate_cmd
 from .size import cost, size
 from .usl import usl
@@ -26,7 +27,7 @@ def cli() -> None:
     """Find and fix the soft-resource bottlenecks of multi-tier web applications."""
 
 
-for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl, import_cmd):
+for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl, import_cmd, report_cmd):
     cli.add_command(command)
 
 

@@ -1,0 +1,136 @@
+"""`tierlab report`: the sections each kind of trace has data for, A/B deltas, the
+ramp's knee over imported runs, the sizing heat map, a self-contained page — and the
+page opened in a real headless Chromium: no console message, every expected section
+in the rendered DOM with its figures drawn, a screenshot kept."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from plotly.offline import get_plotlyjs
+
+import tierlab
+from tierlab.cli import cli
+from tierlab.report.html import report, write
+from tierlab.trace.imports import jmeter, k6, locust
+
+from conftest import EXAMPLES, ROOT
+
+FIXTURES = ROOT / "tests" / "fixtures" / "imports"
+SIZING = ROOT / "studies" / "results" / "sizing_full" / "optimize"
+RAMP_VUS = [1, 2, 4, 6, 8, 10, 14]
+ONE_RUN = ["headline", "response-time", "types", "breakdown", "pools", "stations", "bottleneck", "fluctuations"]
+
+
+@pytest.fixture(scope="module")
+def simulated() -> tierlab.Trace:
+    model = tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_run(duration=40, warmup=10)
+    return tierlab.simulate(model)
+
+
+def _k6_ramp() -> list[tuple[str, tierlab.Trace]]:
+    return [(f"{v} VUs", k6.read(FIXTURES / "k6_ramp" / f"vus{v}.json.gz")) for v in RAMP_VUS]
+
+
+def test_a_simulated_run_has_every_single_run_section(simulated):
+    assert report([("sim", simulated)]).sections == ONE_RUN
+
+
+def test_imported_runs_have_the_sections_their_tool_measured():
+    jm = report([("jmeter", jmeter.read(FIXTURES / "jmeter_results.xml"))]).sections
+    assert jm == ["headline", "response-time", "types", "fluctuations", "missing"]
+    lc = report([("locust", locust.read(FIXTURES / "locust"))]).sections
+    assert lc == ["headline", "response-time", "types", "missing"]  # no records: no fluctuations
+
+
+def test_the_page_is_self_contained(simulated):
+    page = report([("sim", simulated)]).html
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=", page)
+    assert page.count(get_plotlyjs()[:500]) == 1  # the library once, however many figures
+
+
+def test_two_runs_side_by_side_with_deltas():
+    a = jmeter.read(FIXTURES / "jmeter_results.jtl")
+    b = jmeter.read(FIXTURES / "jmeter_results.xml")
+    rep = report([("A", a), ("B", b)])
+    assert rep.sections[0] == "comparison" and "ramp" not in rep.sections
+    assert "run1-headline" in rep.sections and "run2-fluctuations" in rep.sections
+    d = b.summary["throughput"] - a.summary["throughput"]
+    assert f"{d:+.4g} ({d / a.summary['throughput']:+.1%})" in rep.html
+
+
+def test_a_ramp_of_imported_runs_marks_the_knee():
+    rep = report(_k6_ramp(), loads=RAMP_VUS)
+    assert rep.sections[:2] == ["comparison", "ramp"]
+    assert "knee (capacity): load 6," in rep.html
+
+
+def test_the_sizing_folder_adds_the_heat_map_with_the_optimum(simulated):
+    rep = report([("sim", simulated)], sizing=SIZING)
+    assert rep.sections[0] == "sizing" and "optimum: M = 15, N = 5" in rep.html
+
+
+def test_report_command(tmp_path, simulated):
+    simulated.write(tmp_path / "sim")
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "sim"), "--out", str(tmp_path / "r.html")])
+    assert res.exit_code == 0, res.output
+    assert 'id="bottleneck"' in (tmp_path / "r.html").read_text()
+
+
+# -- in a browser ---------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",
+    "--v=0",
+    "--virtual-time-budget=10000",
+]
+
+
+def _chromium(page: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()], capture_output=True, text=True, timeout=300, check=False)
+
+
+def _open(page: Path, tmp: Path, sections: list[str]) -> None:
+    """Render `page`: no console message at all (an error, an uncaught exception or a
+    warning would show as one), every section and its figures in the DOM, a screenshot."""
+    dom = _chromium(page, tmp, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console, console
+    for s in sections:
+        assert f'<section id="{s}">' in dom.stdout, s
+    figures = page.read_text().count("Plotly.newPlot(")
+    assert figures > 0 and dom.stdout.count('class="main-svg"') >= figures  # plotly drew every figure
+    shot = tmp / f"{page.stem}.png"
+    assert _chromium(page, tmp, "--window-size=1200,4000", f"--screenshot={shot}").returncode == 0
+    assert shot.stat().st_size > 10_000
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
+@pytest.mark.parametrize("kind", ["simulated", "jmeter", "locust", "ab", "ramp"])
+def test_the_report_renders_in_chromium(tmp_path, simulated, kind):
+    runs = {
+        "simulated": lambda: [("sim", simulated)],
+        "jmeter": lambda: [("jmeter", jmeter.read(FIXTURES / "jmeter_results.jtl"))],
+        "locust": lambda: [("locust", locust.read(FIXTURES / "locust"))],
+        "ab": lambda: [("A", jmeter.read(FIXTURES / "jmeter_results.jtl")), ("B", jmeter.read(FIXTURES / "jmeter_results.xml"))],
+        "ramp": _k6_ramp,
+    }[kind]()
+    rep = report(runs, loads=RAMP_VUS if kind == "ramp" else None, sizing=SIZING if kind == "simulated" else None)
+    page = write(rep, tmp_path / f"{kind}.html")
+    _open(page, tmp_path, rep.sections)
