@@ -14,7 +14,7 @@ bottleneck of a two-node e-commerce site.
     python studies/andreolini.py --quick    # coarser ramps, one seed, shorter runs
 
 Writes studies/results/andreolini[_quick]/: ramps.csv, knees.csv, whitebox.csv,
-resources.csv, knees.png, whitebox.png and result.json (also printed last)."""
+resources.csv, knees.png, whitebox.png, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
 
 from __future__ import annotations
 

@@ -119,6 +119,16 @@ def below(bound: float, unit: str = "") -> Criterion:
     return Criterion(f"below {bound:g}{unit}", lambda ours, paper: _number(ours) and ours < bound)
 
 
+def times_the_second(factor: float, why: str = "") -> Criterion:
+    """The first of two values at least `factor` times the second ("much larger")."""
+
+    def holds(ours: Mapping, paper: Any) -> bool:
+        first, second = _values(ours)
+        return _number(first) and _number(second) and first >= factor * second
+
+    return Criterion(f"the first at least {factor:g}× the second{f' ({why})' if why else ''}", holds)
+
+
 def each(inner: Criterion) -> Criterion:
     """`inner` for every entry of a mapping (against the paper's entry, or the paper's one figure)."""
 

@@ -7,7 +7,7 @@ session throughput at each method optimum M0(N) and its neighbours M0 Â± 1, M0 Â
     python studies/pool_sizing.py --quick    # a small grid, few runs (about 6 min)
 
 Writes studies/results/pool_sizing[_quick]/: profile/, rates_<mix>.csv, validation.csv,
-trials.csv, pool_sizing.png and result.json (also printed last)."""
+trials.csv, pool_sizing.png, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
 
 from __future__ import annotations
 

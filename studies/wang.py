@@ -18,7 +18,7 @@ the time at 1.5× the calm rate (1.3× the mean), their length set by I.
     python studies/wang.py --quick    # coarser ramps, one seed, shorter runs
 
 Writes studies/results/wang[_quick]/: bimodal.csv, thresholds.csv, threshold_ramps.csv,
-amplification.csv, stabilizers.csv, *.png and result.json (also printed last)."""
+amplification.csv, stabilizers.csv, *.png, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from tierlab.experiments.ramp import retransmission_threshold  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
 
-from claims import Criterion, Ledger, above, below, close, close_abs, decreasing, each, equal, increasing, within_decades  # noqa: E402
+from claims import Criterion, Ledger, above, below, close, close_abs, decreasing, each, equal, increasing, times_the_second, within_decades  # noqa: E402
 from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +60,8 @@ CPU = close_abs(0.05)
 RATE_COV = close_abs(0.02)
 # "Relatively stable" at 10 s (Fig. 4c vs 4b): a CoV under half the 100 ms one.
 BLURRED = Criterion("the 10 s CoV below half the 100 ms CoV", lambda ours, paper: ours["10s"] < ours["100ms"] / 2)
+# "Much larger fluctuations" (Figs. 10–11): a 100 ms CoV at least 1.25× the other's.
+MUCH_MORE = times_the_second(1.25, "'much larger'")
 # Heavy transactions "only negligibly penalized" by CTP (footnote 5): at most +10%.
 NEGLIGIBLE = Criterion("heavy mean under CTP at most 10% above FIFO", lambda ours, paper: ours["CTP"] <= 1.1 * ours["FIFO"])
 # Burstiness that the model's transient events cannot turn into lower thresholds (issue 17, point 3).
@@ -271,7 +273,7 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
             PAPER_MEAN_RT[i],
             float(at.loc[i, "mean"]),
             MEAN_RT,
-            FLAT_THRESHOLDS if i > 1 else "not diagnosed: the model's I = 1 run has twice the paper's mean with a shorter tail (p98 below 3 s)",
+            FLAT_THRESHOLDS if i > 1 else "not diagnosed",
         )
     ledger.check(
         "Mean response time at 5,200 clients grows with burstiness I = 1, 100, 400, 1000 (Fig. 2)", PAPER_MEAN_RT, per_i("mean"), increasing(), FLAT_THRESHOLDS
@@ -304,8 +306,8 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         increasing(),
         FLAT_THRESHOLDS,
     )
-    ledger.check("95th percentile below 0.2 s at I = 1 and I = 100 (Fig. 3)", 0.2, per_i("p95", [1, 100]), each(below(0.2, " s")))
-    ledger.check("98th percentile above 3 s at I = 1 and I = 100 (Fig. 3)", 3.0, per_i("p98", [1, 100]), each(above(3, " s")))
+    ledger.check("95th percentile below 0.2 s at I = 1 and I = 100 (Fig. 3)", 0.2, per_i("p95", [1, 100]), each(below(0.2, " s")), FLAT_THRESHOLDS)
+    ledger.check("98th percentile above 3 s at I = 1 and I = 100 (Fig. 3)", 3.0, per_i("p98", [1, 100]), each(above(3, " s")), FLAT_THRESHOLDS)
     ledger.check(
         "95th percentile beyond 3 s at the higher burstiness, I = 400 and 1000 (Fig. 3)",
         3.0,
@@ -385,7 +387,7 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         {k: v["gc"] for k, v in PAPER_TABLE3_5600.items()},
         {k: case(k, "gc_time") * 600 / duration for k in PAPER_TABLE3_5600},
         each(close(0.5)),
-        "the model's GC pause grows with the requests in progress and is calibrated to no GC figure of the paper: its pauses are ~20× the paper's total",
+        "the model's GC pause grows with the requests in progress and is calibrated to no GC figure of the paper: its total is far above the paper's",
     )
     ledger.check(
         "At 5,600 clients C-JDBC's CPU is higher with DBconn24 than with DBconn2 (Table 3: 98.8% vs 96.6%)",
@@ -404,14 +406,16 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         "Limiting the bottleneck's concurrency stabilizes the web response time (Fig. 11, 5,600 clients): 100 ms CoV, DBconn24 above DBconn2",
         "DBconn24 fluctuates much more",
         {"DBconn24": case("DBconn24", "web_rt_cov_100ms"), "DBconn2": case("DBconn2", "web_rt_cov_100ms")},
-        decreasing(),
+        MUCH_MORE,
     )
     fifo, ctp = "shared pool, FIFO", "shared pool, CTP"
     ledger.check(
         "Cross-tier priority stabilizes the web response time (Fig. 10; ours at 5,600 clients, a shared pool of 8): 100 ms CoV, FIFO above CTP",
         "the original fluctuates much more",
         {"FIFO": case(fifo, "web_rt_cov_100ms"), "CTP": case(ctp, "web_rt_cov_100ms")},
-        decreasing(),
+        MUCH_MORE,
+        "not diagnosed; the study's CTP case differs from the paper's: the C-JDBC-bound 1/2/1/2 topology with one shared pool of 8 "
+        "at 5,600 clients, where the paper ran the MySQL-bound 1L/2L/1L with DBconn2 at 5,800",
     )
     ledger.check(
         "CTP shortens the light transactions (§4.3, §5 heuristic i): mean response time of light requests, FIFO above CTP",
