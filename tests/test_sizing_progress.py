@@ -10,8 +10,12 @@ import json
 import re
 
 import pandas as pd
+import pytest
 
-from tierlab.experiments.sizing import max_sustainable_rate, profile_grid
+import tierlab
+from tierlab.experiments.sizing import RunLengthWarning, max_sustainable_rate, profile_grid
+
+from conftest import EXAMPLES
 
 
 def _one_pool_model(records: bool = False) -> dict:
@@ -27,7 +31,7 @@ def _one_pool_model(records: bool = False) -> dict:
 
 
 def _to_go(line: str) -> int:
-    return int(re.search(r"at most (\d+) (?:more )?runs", line).group(1))
+    return int(re.search(r"at most (\d+) runs?", line).group(1))
 
 
 def test_a_capacity_search_stops_after_its_rounds_and_says_so():
@@ -36,7 +40,7 @@ def test_a_capacity_search_stops_after_its_rounds_and_says_so():
     result, trials = max_sustainable_rate(_one_pool_model(), [(4, 1)], 0.5, step=0.5, runs=2, max_rounds=2, workers=1, log=lines.append)
     assert result.to_dict(orient="records") == [{"M": 4, "N": 1, "lambda_max": 1.0, "bracketed": False}]
     assert trials["lambda"].tolist() == [0.5, 1.0]
-    assert lines[0] == "capacity search of 1 configurations: at most 4 runs of 300 s (≤ 20.0 min)"
+    assert lines[0] == "capacity search of 1 configuration: at most 4 runs of 300 s (≤ 20.0 min)"
     runs = lines[1:-1]
     assert lines[-1] == "capacity search done (1 of 1 not bracketed within 2 rounds) after 4 runs"
     assert len(runs) == 4 and [_to_go(x) for x in runs] == [3, 2, 1, 0]
@@ -65,3 +69,11 @@ def test_a_profile_is_written_as_each_point_is_measured(tmp_path):
     assert json.loads((out / "profile.json").read_text())["complete"] is True
     assert [_to_go(x) for x in lines[1:-1]] == sorted((_to_go(x) for x in lines[1:-1]), reverse=True)  # never grows
     assert lines[-1] == f"profiled 2 points, {grid.runs['overloaded'].sum()} of 2 runs overloaded, after {len(lines) - 2} runs"
+
+
+def test_runs_shorter_than_a_session_are_called_out():
+    """TPC-W sessions last minutes (15 requests, 10 s think): in 16 s runs few end, and
+    the requests per session measured there are far too few."""
+    short = tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_run(duration=16, warmup=1)
+    with pytest.warns(RunLengthWarning, match=r"only \d+% of its sessions end.*L = 1\.\d+ requests per session is too small"):
+        profile_grid(short, [5], [2], max_rounds=1, workers=1, progress=False)

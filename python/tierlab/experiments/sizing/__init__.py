@@ -3,7 +3,7 @@ compute the maximum sustainable session throughput λ(M, N) and its optimum, and
 measure the real one to check it."""
 
 from .method import MIX_DISTANCE_LIMIT, MixWarning, PoolSizing, Rates, mix_distance
-from .profiling import PAPER_M, PAPER_N, PoolSetting, ProfileGrid, profile_grid
+from .profiling import PAPER_M, PAPER_N, PoolSetting, ProfileGrid, RunLengthWarning, profile_grid
 from .validation import all_served, max_sustainable_rate
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "PoolSizing",
     "ProfileGrid",
     "Rates",
+    "RunLengthWarning",
     "all_served",
     "max_sustainable_rate",
     "mix_distance",

@@ -11,6 +11,7 @@ windows are not steady states, and their request/session ratio understates L."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,9 +85,15 @@ def served_requests(trace: Trace) -> float:
     return trace.summary["requests"]["ok"] / trace.summary["measured_seconds"]
 
 
-def _load_structure(trace: Trace) -> tuple[pd.Series, float]:
-    p = request_profile(trace)
-    return p.share, p.L
+class RunLengthWarning(UserWarning):
+    """The runs are too short for what they measure."""
+
+
+def _load_structure(trace: Trace) -> tuple[pd.Series, float, float]:
+    """The mix, L, and the share of the sessions started in the measured window that
+    also ended in it (low: the run is shorter than a session, and L too small)."""
+    p, sessions = request_profile(trace), trace.summary["sessions"]
+    return p.share, p.L, sessions["completed"] / max(1, sessions["started"])
 
 
 def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
@@ -151,7 +158,20 @@ def profile_grid(
         bar = None if lines or not progress else f"{what}: {len(plan)} runs"
         return sweep(loaded, plan, f, progress=bar, runner=runner, on_result=done, **how)
 
-    ((share, L),) = measure("load structure", [Run({RATE: bound / 2}, seeds[0])], _load_structure, lambda v: f"L = {v[1]:.2f} requests per session", workers=1)
+    ((share, L, ended),) = measure(
+        "load structure",
+        [Run({RATE: bound / 2}, seeds[0])],
+        _load_structure,
+        lambda v: f"L = {v[1]:.2f} requests per session, {v[2]:.0%} of the sessions ended",
+        workers=1,
+    )
+    if ended < 0.5:
+        warnings.warn(
+            f"the load-structure run saw only {ended:.0%} of its sessions end: runs of {loaded.spec.run.duration:g} s are shorter than a session, "
+            f"so L = {L:.2f} requests per session is too small and every offered rate too high; make runs several sessions long (run.duration, --duration)",
+            RunLengthWarning,
+            stacklevel=2,
+        )
     where = {"workers": workers, "scheduler": scheduler}
     pilots = [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts]
     pilot = measure("pilot", pilots, served_requests, lambda x: f"serves {x:.2f} requests/s", **where)

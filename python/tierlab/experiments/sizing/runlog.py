@@ -27,7 +27,7 @@ class RunLog:
     ran: int = 0
 
     def start(self, what: str) -> None:
-        self.log(f"{what}: at most {self.remaining} runs of {self.seconds:g} s (≤ {self.remaining * self.seconds / 60:.1f} min)")
+        self.log(f"{what}: at most {_runs(self.remaining)} of {self.seconds:g} s (≤ {self.remaining * self.seconds / 60:.1f} min)")
 
     def bound(self, remaining: int) -> None:
         self.remaining = remaining
@@ -41,15 +41,19 @@ class RunLog:
             done += 1
             self.ran += 1
             self.remaining = max(0, self.remaining - 1)
-            self.log(f"{what}, run {done}/{len(runs)}: {self.describe(runs[i])}: {outcome(value)}; at most {self.remaining} more runs")
+            self.log(f"{what}, run {done}/{len(runs)}: {self.describe(runs[i])}: {outcome(value)}; at most {_runs(self.remaining)} more")
 
         return report
 
     def end(self, what: str) -> None:
-        self.log(f"{what} after {self.ran} runs")
+        self.log(f"{what} after {_runs(self.ran)}")
 
     def describe(self, run: Run) -> str:
         pools = f"tiers.{self.setting.tier}.pools"
         c = run.changes
         rate = f" at {c[RATE]:.3f} sessions/s" if RATE in c else ""
         return f"M={c.get(f'{pools}.{self.setting.threads}.size', '·')} N={c.get(f'{pools}.{self.setting.connections}.size', '·')}{rate}, seed {run.seed}"
+
+
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"

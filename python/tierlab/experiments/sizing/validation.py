@@ -88,7 +88,7 @@ def max_sustainable_rate(
     rounds = 0
     lines = RunLog(log, setting, max_rounds * runs * len(searches), loaded.spec.run.duration) if log else None
     if lines:
-        lines.start(f"capacity search of {len(searches)} configurations")
+        lines.start(f"capacity search of {len(searches)} configuration{'' if len(searches) == 1 else 's'}")
     while (active := [s for s in searches if not s.done]) and rounds < max_rounds:
         rounds += 1
         plan = [(s, seed) for s in active for seed in range(1, runs + 1)]
