@@ -126,6 +126,10 @@ def run_validate(model, configs, start, step, runs, tier, json_out, csv_out, **w
         raise InputError("--config takes M,N (two whole numbers)")
     pairs = [(M, N) for M, N in parsed]
     result, trials = max_sustainable_rate(model, pairs, start, step=step, runs=runs, tier=tier, **where)
+    for r in result[~result["bracketed"]].itertuples():
+        err.print(
+            f"[yellow]warning:[/] the search of M={r.M}, N={r.N} ran out of rounds before it closed in: λ_max is at least {r.lambda_max:g} sessions/s, not exactly that"
+        )
     if for_people(json_out, csv_out):
         out.print(frame_table("maximum sustainable session throughput", result))
     for_machines(json_out, csv_out, lambda: {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")}, lambda: result)
