@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ...trace.schema import PHASES
+from .metrics import Exposition
 from .pool import PoolRejected, TokenPool
 from .windows import Counts, Level
 
@@ -259,6 +260,7 @@ class Tier:
         self.counts = dict.fromkeys(STATUSES, 0)
         self._lock = threading.Lock()
         self.in_progress = 0
+        self.exposition = Exposition(name, self.metrics)
         self.observe(time.monotonic(), 0.1)
 
     def observe(self, origin: float, window: float) -> None:
@@ -347,6 +349,7 @@ class Tier:
             self._concurrency.set(end, self.in_progress)
             self._completions.add(end)
             self._residence.add(end, end - ctx.start)
+        self.exposition.observe(ctx.type, outcome, end - ctx.start)
         headers = [(k, v) for k, v in headers if k.lower() != "content-length"]
         start_response(status, headers + [("Content-Length", str(len(body)))])
         return [body]

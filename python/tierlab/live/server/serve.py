@@ -5,7 +5,8 @@ the loopback admin endpoint. `tierlab live up` runs this as a background process
         --admin-port 8081 --token-file .tierlab/live/token --threads 20 --connections 10
 
 Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
-  GET  /metrics  the server now: requests by status, each pool (size, busy, queued, …)
+  GET  /metrics  the server now: requests by status, each pool (size, busy, queued, …);
+                 in the Prometheus text format when asked (Accept: text/plain or OpenMetrics)
   POST /config   the pools, in the model's words: {"threads": {...}, "connections": {...}}
                  with any of "size", "timeout" (seconds a request waits, then 503),
                  "max_queue" (waiters beyond it are refused at once; null: unbounded),
@@ -34,6 +35,7 @@ from waitress.parser import HTTPRequestParser
 from waitress.utilities import BadRequest, Error
 
 from .bookstore import Bookstore, Database
+from .metrics import wants_prometheus
 from .middleware import ConnectionPool, Tier
 
 # waitress's own threads. Requests beyond the middleware's M workers wait for one in
@@ -119,9 +121,11 @@ class LimitedChannel(HTTPChannel):
 def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
     class Admin(BaseHTTPRequestHandler):
         def _reply(self, code: int, payload: dict) -> None:
-            body = json.dumps(payload).encode()
+            self._send(code, json.dumps(payload).encode(), "application/json")
+
+        def _send(self, code: int, body: bytes, content_type: str) -> None:
             self.send_response(code)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -137,6 +141,9 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
             if not self._authorized():
                 return
             if self.path == "/metrics":
+                accept = self.headers.get("Accept", "")
+                if wants_prometheus(accept):  # a Prometheus scraper: its text format (live/server/metrics.py)
+                    return self._send(200, *tier.exposition.render(accept))
                 return self._reply(200, tier.metrics())
             self._reply(404, {"error": f"no {self.path}; GET /metrics, POST /config, /observe, /drain"})
 

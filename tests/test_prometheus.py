@@ -1,0 +1,79 @@
+"""Prometheus metrics: the live server's `/metrics` on its admin port, scraped during a
+run in the Prometheus text format (parsed by prometheus_client's own parser), agrees
+with the server's JSON state; tierlab's own client still gets JSON."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
+from prometheus_client.parser import text_string_to_metric_families
+
+from conftest import MAPPING, live_model, running_testbed
+
+PROMETHEUS_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"  # what Prometheus sends
+
+
+def _scrape(bed, accept: str = PROMETHEUS_ACCEPT, token: str | None = None) -> tuple[str, str]:
+    token = token if token is not None else (Path(bed.state.workdir) / "token").read_text().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{bed.state.admin_port}/metrics", headers={"Authorization": f"Bearer {token}", "Accept": accept})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return r.read().decode(), r.headers["Content-Type"]
+
+
+def _families(text: str) -> dict:
+    return {f.name: f for f in text_string_to_metric_families(text)}
+
+
+def test_metrics_scraped_during_a_live_run(tmp_path):
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        model = live_model(**{"run.duration": 6, "run.warmup": 1})
+        done = threading.Event()
+        result: dict = {}
+
+        def run() -> None:
+            try:
+                result["trace"] = bed.run(model, MAPPING)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        during = []
+        while not done.wait(0.5):
+            during.append(_scrape(bed, "text/plain;version=0.0.4"))
+        assert result.get("trace") is not None
+        openmetrics, content_type = _scrape(bed)
+        text, _ = _scrape(bed, "text/plain;version=0.0.4")
+        state = bed.admin.metrics()
+
+    # What Prometheus asks for first: OpenMetrics, which its own parser reads.
+    assert content_type.startswith("application/openmetrics-text")
+    assert {f.name for f in openmetrics_families(openmetrics)} >= {"tierlab_response_seconds", "tierlab_requests", "tierlab_pool_busy"}
+    # Scrapes during the run: the counts grew while the load ran.
+    finished = [sum(s.value for s in _families(t)["tierlab_requests"].samples) for t, _ in during]
+    assert len(finished) >= 4 and finished[-1] > finished[0]
+    f = _families(text)
+    # Every finished request is in one histogram series (type, status); counts agree.
+    counts = {(s.labels["type"], s.labels["status"]): s.value for s in f["tierlab_response_seconds"].samples if s.name.endswith("_count")}
+    assert sum(counts.values()) == sum(state["requests"].values())
+    assert sum(v for (_, status), v in counts.items() if status == "ok") == state["requests"]["ok"]
+    assert {t for t, _ in counts} <= set(result["trace"].summary["types"]) | {"/"}
+    requests = {s.labels["status"]: s.value for s in f["tierlab_requests"].samples if s.name == "tierlab_requests_total"}
+    assert requests == {k: float(v) for k, v in state["requests"].items()}
+    # The pools, as configured from the model, and their counters.
+    sizes = {s.labels["pool"]: s.value for s in f["tierlab_pool_size"].samples}
+    assert sizes == {"threads": 10, "connections": 5}
+    acquired = {s.labels["pool"]: s.value for s in f["tierlab_pool_acquired"].samples if s.name.endswith("_total")}
+    assert acquired["threads"] == state["pools"]["threads"]["acquired"] > 0
+    assert {s.labels["pool"] for s in f["tierlab_pool_rejected"].samples} == {"threads", "connections"}
+
+
+def test_json_for_tierlab_and_a_token_for_everyone(tmp_path):
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        text, content_type = _scrape(bed, accept="application/json")
+        assert content_type == "application/json" and '"pools"' in text
+        with pytest.raises(urllib.error.HTTPError, match="401"):
+            _scrape(bed, token="wrong")
