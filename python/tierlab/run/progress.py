@@ -1,5 +1,5 @@
-"""Progress of runs and sweeps on stderr: a live bar on a terminal; in a log (stderr
-redirected, CI) one plain line per step — each run of a sweep, each tenth of a single
+"""Progress of runs and sweeps on stderr: a live bar on a terminal or in a notebook; in
+a log (stderr redirected, CI) one plain line per step — each run of a sweep, each tenth of a single
 run — so a long command is never silent."""
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class LineProgress:
 
 
 def progress(*columns: str | ProgressColumn, console: Console, disable: bool = False) -> Progress | LineProgress:
-    """A rich progress bar with `columns` on a terminal, else a `LineProgress`; with
-    `disable`, one that shows nothing."""
-    if console.is_terminal or disable:
+    """A rich progress bar with `columns` on a terminal (or in a notebook), else a
+    `LineProgress`; with `disable`, one that shows nothing."""
+    if console.is_terminal or console.is_jupyter or disable:
         return Progress(*columns, console=console, disable=disable, transient=True)
     return LineProgress(console)
