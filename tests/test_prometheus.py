@@ -1,6 +1,7 @@
 """Prometheus metrics: the live server's `/metrics` on its admin port, scraped during a
 run in the Prometheus text format (parsed by prometheus_client's own parser), agrees
-with the server's JSON state; tierlab's own client still gets JSON."""
+with the server's JSON state; tierlab's own client still gets JSON. The load
+generator's progress, served on its own port during a run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import MAPPING, live_model, running_testbed
+from tierlab.live import generate_load
+
+from conftest import MAPPING, free_ports, live_model, running_testbed
 
 PROMETHEUS_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"  # what Prometheus sends
 
@@ -77,3 +80,35 @@ def test_json_for_tierlab_and_a_token_for_everyone(tmp_path):
         assert content_type == "application/json" and '"pools"' in text
         with pytest.raises(urllib.error.HTTPError, match="401"):
             _scrape(bed, token="wrong")
+
+
+def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
+    (port,) = free_ports(1)
+    url = f"http://127.0.0.1:{port}/metrics"
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        done = threading.Event()
+        result: dict = {}
+
+        def run() -> None:
+            try:
+                model = live_model(**{"run.duration": 5, "run.warmup": 1})
+                result["trace"] = generate_load(model, MAPPING, target=bed.state.target, metrics_port=port)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, daemon=True).start()
+        seen = []
+        while not done.wait(0.4):
+            try:
+                with urllib.request.urlopen(url, timeout=5) as r:
+                    f = _families(r.read().decode())
+            except OSError:  # not listening yet, or already closed
+                continue
+            seen.append((f["tierlab_loadgen_run_fraction"].samples[0].value, f["tierlab_loadgen_requests_finished"].samples[0].value))
+    assert "trace" in result
+    assert len(seen) >= 4
+    fractions, finished = zip(*seen)
+    assert list(fractions) == sorted(fractions) and 0 < fractions[-1] <= 1
+    assert list(finished) == sorted(finished) and finished[-1] > 0
+    with pytest.raises(OSError):  # the port is closed with the run
+        urllib.request.urlopen(url, timeout=2)

@@ -25,11 +25,14 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 @click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
 @click.option("--workers", type=int, help="Load generator threads (default: one per core, at most 4).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
-def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet) -> None:
+@click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve the generator's progress to Prometheus on 127.0.0.1:PORT/metrics during the run.")
+def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port) -> None:
     """Run MODEL's workload against a live HTTP server and write the trace to --out."""
     from ..live import generate_load
 
-    load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers)
+    load_args = dict(
+        duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers, metrics_port=metrics_port
+    )
     execute("loading", target or "", lambda tick: generate_load(model, mapping, target=target, progress=tick, **load_args), out_dir, quiet)
 
 

@@ -15,6 +15,7 @@ from ..model import LoadedModel, ModelWarning, load_model
 from ..run.interrupt import raise_if_stopped
 from ..trace import Trace
 from ..trace.core import from_core
+from .loadgen_metrics import serving
 from .mapping import Mapping, compile_requests, load_mapping
 
 
@@ -32,11 +33,13 @@ def generate_load(
     workers: int | None = None,
     connect_timeout: float = 3.0,
     progress: Callable[..., None] | None = None,
+    metrics_port: int | None = None,
 ) -> Trace:
     """Run the model's workload (population, chain, think times, bursts) against
     `target` (HOST:PORT; default: the mapping's). `clients` / `session_rate` replace the
     population (closed / open). `progress(fraction, finished, failed)` is called every
-    0.1 s. Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
+    0.1 s; with `metrics_port` the same counters are served to Prometheus on
+    127.0.0.1:PORT/metrics during the run (`loadgen_metrics`). Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
     Raises ValueError at once if the target is unreachable."""
     loaded = load_model(model)
     if clients is not None and session_rate is not None:
@@ -69,7 +72,8 @@ def generate_load(
         "connect_timeout": connect_timeout,
         "workers": workers or min(os.cpu_count() or 1, 4),
     }
-    out = _core.generate_load(json.dumps(config), progress)
+    with serving(metrics_port, progress) as tick:
+        out = _core.generate_load(json.dumps(config), tick)
     trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace
