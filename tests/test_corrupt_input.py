@@ -32,13 +32,16 @@ def good(tmp_path_factory) -> dict[str, Path]:
 
 
 def run_cli(capsys, *args: str | Path) -> tuple[int, str, str]:
-    """`tierlab ARGS` through the entry point (its error handling included)."""
+    """`tierlab ARGS` through the entry point (its error handling included; the
+    warning settings it makes end with it)."""
     import sys
+    import warnings
 
     argv, sys.argv = sys.argv, ["tierlab", *map(str, args)]
     code = 0
     try:
-        main()
+        with warnings.catch_warnings():
+            main()
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else 1
     finally:
