@@ -126,3 +126,14 @@ def test_tables_for_machines_on_stdout(trace_dir, args, column):
     assert r.returncode == 0 and isinstance(json.loads(r.stdout), dict)
     r = cli_run(*args, "--json", "-", "--csv", "-")
     assert r.returncode == 2 and "cannot share stdout" in r.stderr
+
+
+def test_json_for_machines_has_null_for_what_was_not_measured(capsys):
+    import json
+
+    import numpy as np
+
+    from tierlab.cli.common import write_json
+
+    write_json(None, {"retransmitted": float("nan"), "steps": [{"p90": np.float32("nan"), "ok": np.int64(3), "mean": np.float64(0.5)}]})
+    assert json.loads(capsys.readouterr().out) == {"retransmitted": None, "steps": [{"p90": None, "ok": 3, "mean": 0.5}]}

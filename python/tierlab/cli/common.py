@@ -4,6 +4,8 @@ applied to several commands, and small parsers."""
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -171,9 +173,20 @@ def for_machines(json_out: str | None, csv_out: str | None, data: Callable[[], d
 
 
 def write_json(path: str | None, data: dict) -> None:
-    """To `path`, or to stdout when no path is given."""
-    text = json.dumps(data, indent=2, sort_keys=True, default=float)
+    """To `path`, or to stdout when no path is given. A figure that was not measured
+    (NaN: e.g. retransmissions without records) is null: JSON has no NaN."""
+    text = json.dumps(_no_nan(data), indent=2, sort_keys=True, default=float, allow_nan=False)
     if path:
         Path(path).write_text(text + "\n")
     else:
         click.echo(text)
+
+
+def _no_nan(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _no_nan(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_no_nan(v) for v in node]
+    if isinstance(node, numbers.Real) and not math.isfinite(node):  # numpy's floats too
+        return None
+    return node
