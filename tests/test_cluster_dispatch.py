@@ -175,3 +175,9 @@ def test_sync_messages_follow_from_the_interval(interval):
     model = tierlab.load_model(EXAMPLES / "tpcw_cluster.yaml").with_run(duration=30, warmup=5)
     t = tierlab.simulate(model.with_changes({"tiers.app.dispatch.topology": "shared", "tiers.app.dispatch.sync.interval": interval}))
     assert t.summary["tiers"]["app"]["dispatch"]["sync_messages"] == 2 * round(25 / interval)
+
+
+def test_cluster_metrics_of_a_tier_the_trace_lacks_names_the_tiers():
+    t = run(_sessions({"policy": "round_robin"}))
+    with pytest.raises(tierlab.InputError, match="no tier 'apps'; its tiers: app, web"):
+        cluster_metrics(t, "apps")

@@ -23,6 +23,8 @@ def cluster_metrics(trace: Trace, tier: str) -> dict:
     """The ReDAL paper's measures for one run, for the cluster of `tier` (a simulated
     trace: a live one has no dispatcher yet)."""
     s = trace.summary
+    if tier not in s["tiers"]:
+        raise InputError(f"the trace has no tier {tier!r}; its tiers: {', '.join(s['tiers']) or 'none (a client-only trace)'}")
     servers = s["tiers"][tier]["servers"]
     d, rt = s["tiers"][tier]["dispatch"], s["response_time"]
     if d is None or rt is None:
