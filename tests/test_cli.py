@@ -137,3 +137,11 @@ def test_json_for_machines_has_null_for_what_was_not_measured(capsys):
 
     write_json(None, {"retransmitted": float("nan"), "steps": [{"p90": np.float32("nan"), "ok": np.int64(3), "mean": np.float64(0.5)}]})
     assert json.loads(capsys.readouterr().out) == {"retransmitted": None, "steps": [{"p90": None, "ok": 3, "mean": 0.5}]}
+
+
+@pytest.mark.parametrize(
+    "option, value, says", [("--loads", "1,x", "comma-separated numbers, got '1,x'"), ("--loads", "1,nan", "numbers"), ("--seeds", "1.5", "whole numbers")]
+)
+def test_a_wrong_list_option_is_a_clear_error(option, value, says):
+    r = cli_run("ramp", str(EXAMPLES / "tpcw_2tier.yaml"), option, value)
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import click
 
-from .common import MACHINE_OUTPUT, about, for_machines, for_people, out
+from .common import MACHINE_OUTPUT, about, floats, for_machines, for_people, out
 
 
 @click.group("analyze")
@@ -126,8 +126,7 @@ def analyze_ramp(trace_dirs, loads, json_out, csv_out) -> None:
     for d in trace_dirs:
         with about(d):
             traces.append(read_trace(d))
-    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
-    table, knee, usl = ramp_of_traces(traces, steps)
+    table, knee, usl = ramp_of_traces(traces, floats(loads) if loads else None)
     if for_people(json_out, csv_out):
         out.print(table.to_string(index=False), markup=False, soft_wrap=True)
         out.print(

@@ -131,10 +131,26 @@ def options(*decorators: Callable) -> Callable:
 
 
 def ints(text: str) -> list[int]:
+    return _values(text, int, "whole numbers")
+
+
+def floats(text: str) -> list[float]:
+    return _values(text, _finite, "numbers")
+
+
+def _finite(text: str) -> float:
+    x = float(text)
+    if not math.isfinite(x):
+        raise ValueError(text)
+    return x
+
+
+def _values(text: str, parse: Callable[[str], Any], what: str) -> list:
+    """A comma-separated option value (`--loads 1,2,4`) as a list."""
     try:
-        return [int(v) for v in text.split(",") if v.strip()]
+        return [parse(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise InputError(f"expected comma-separated whole numbers, got {text!r}") from None
+        raise InputError(f"expected comma-separated {what}, got {text!r}") from None
 
 
 MACHINE_OUTPUT = options(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import about, err
+from .common import about, err, floats
 
 
 @click.command("report")
@@ -27,7 +27,6 @@ def report_cmd(run_dirs, out_file, loads, sizing_dir, title) -> None:
     for d in run_dirs:
         with about(d):
             runs.append((Path(d).name, read_trace(d)))
-    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
-    rep = report(runs, steps, sizing_dir, title)
+    rep = report(runs, floats(loads) if loads else None, sizing_dir, title)
     path = write(rep, out_file)
     err.print(f"report written to [bold]{path}[/] ({path.stat().st_size / 1e6:.1f} MB; sections: {', '.join(rep.sections)})")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import MACHINE_OUTPUT, execute, for_machines, for_people, out, run_length, with_run_length, write_json
+from .common import MACHINE_OUTPUT, execute, floats, for_machines, for_people, ints, out, run_length, with_run_length, write_json
 
 
 @click.command("simulate")
@@ -63,9 +63,8 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     from ..report.plots import ramp_plot
     from .usl import describe
 
-    steps = [float(x) for x in loads.split(",") if x.strip()] if loads else None
     table, knee = ramp(
-        with_run_length(model, duration, warmup), steps, seeds=[int(s) for s in seeds.split(",")], workers=workers, scheduler=scheduler, start=start
+        with_run_length(model, duration, warmup), floats(loads) if loads else None, seeds=ints(seeds), workers=workers, scheduler=scheduler, start=start
     )
     threshold = retransmission_threshold(table)
     usl = scalability(model, table)
