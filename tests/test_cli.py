@@ -145,3 +145,18 @@ def test_json_for_machines_has_null_for_what_was_not_measured(capsys):
 def test_a_wrong_list_option_is_a_clear_error(option, value, says):
     r = cli_run("ramp", str(EXAMPLES / "tpcw_2tier.yaml"), option, value)
     assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["ramp", "{m}", "--seeds", ""], "expected comma-separated whole numbers"),
+        (["ramp", "{m}", "--workers", "0"], "Invalid value for '--workers'"),
+        (["size", "validate", "{m}", "--config", "15,5", "--start", "3", "--step", "0"], "Invalid value for '--step'"),
+        (["size", "validate", "{m}", "--config", "15,5", "--start", "3", "--runs", "0"], "Invalid value for '--runs'"),
+        (["cost", "simulate", "{m}", "--clients", "10", "--threads", "1", "--pool", "nodot", "--out", "t.csv"], "--pool nodot: not a threads pool"),
+    ],
+)
+def test_a_wrong_option_value_is_a_clear_error(args, says):
+    r = cli_run(*(a.replace("{m}", str(EXAMPLES / "tpcw_2tier.yaml")) for a in args))
+    assert r.returncode == 2 and says in r.stderr and "Traceback" not in r.stderr and "TIERLAB_DEBUG" not in r.stderr

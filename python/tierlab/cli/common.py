@@ -148,9 +148,12 @@ def _finite(text: str) -> float:
 def _values(text: str, parse: Callable[[str], Any], what: str) -> list:
     """A comma-separated option value (`--loads 1,2,4`) as a list."""
     try:
-        return [parse(v) for v in text.split(",") if v.strip()]
+        values = [parse(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise InputError(f"expected comma-separated {what}, got {text!r}") from None
+        values = []
+    if not values:
+        raise InputError(f"expected comma-separated {what}, got {text!r}")
+    return values
 
 
 MACHINE_OUTPUT = options(

@@ -23,7 +23,7 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 @click.option("--clients", type=int, help="A closed population of N browsers instead of the model's population.")
 @click.option("--session-rate", type=float, help="An open population: sessions per second.")
 @click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
-@click.option("--workers", type=int, help="Load generator threads (default: one per core, at most 4).")
+@click.option("--workers", type=click.IntRange(min=1), help="Load generator threads (default: one per core, at most 4).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve the generator's progress to Prometheus on 127.0.0.1:PORT/metrics during the run.")
 def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port) -> None:
@@ -175,7 +175,10 @@ def _mapping(model: str, mapping: str | None) -> str:
 
 @live.command("profile")
 @PROFILE_OPTIONS
-@options(*LIVE_RUNS, click.option("--bound", type=float, required=True, help="Sessions/s no (M, N) serves; the pilot runs offer twice this."))
+@options(
+    *LIVE_RUNS,
+    click.option("--bound", type=click.FloatRange(min=0, min_open=True), required=True, help="Sessions/s no (M, N) serves; the pilot runs offer twice this."),
+)
 def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, duration, warmup, bound) -> None:
     """Profiling tests on the running bookstore: its pools resized through the admin
     endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""

@@ -49,9 +49,9 @@ def schema_cmd() -> None:
     help="Clients (closed) or sessions/s (open) per step, comma-separated. "
     "Default: 20 steps up to the first doubling from --start at which the p90 has grown tenfold.",
 )
-@click.option("--start", type=float, default=1.0, show_default=True, help="The first load when --loads is not given.")
+@click.option("--start", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True, help="The first load when --loads is not given.")
 @click.option("--seeds", default="1", show_default=True, help="Seeds per step (averaged).")
-@click.option("--workers", type=int, help="Local worker processes (default: one per core).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: one per core).")
 @click.option("--scheduler", help="Run on this Dask scheduler instead.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write ramp.csv, result.json and ramp.png here.")
 @run_length()

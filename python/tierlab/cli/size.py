@@ -22,20 +22,20 @@ PROFILE_OPTIONS = options(
     click.option("--threads", "M", default="5,10,15,20,30,50", show_default=True, help="Thread pool sizes M to profile."),
     click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="Connection pool sizes N (points with M ≥ N are run)."),
     click.option("--seeds", default="1", show_default=True, help="Seeds per point (results are pooled)."),
-    click.option("--overload", default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity."),
+    click.option("--overload", type=click.FloatRange(min=0), default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity."),
     click.option("--tier", help="The tier whose pools are sized (default: the one with a threads and a connections pool)."),
 )
 VALIDATE_OPTIONS = options(
     click.argument("model", type=click.Path(dir_okay=False)),
     click.option("--config", "configs", multiple=True, required=True, help="M,N to measure (repeatable)."),
-    click.option("--start", type=float, required=True, help="First rate to try (e.g. the predicted λ), sessions/s."),
-    click.option("--step", default=0.05, show_default=True, help="Rate grid, sessions/s."),
-    click.option("--runs", default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
+    click.option("--start", type=click.FloatRange(min=0, min_open=True), required=True, help="First rate to try (e.g. the predicted λ), sessions/s."),
+    click.option("--step", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True, help="Rate grid, sessions/s."),
+    click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True, help="Runs per rate; a rate passes if ≥ 60% serve every request."),
     click.option("--tier", help="The tier whose pools are sized."),
     MACHINE_OUTPUT,
 )
 SIMULATED = options(
-    click.option("--workers", type=int, help="Local worker processes (default: one per core)."),
+    click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: one per core)."),
     click.option("--scheduler", help="Run on this Dask scheduler (tcp://host:8786) instead."),
     run_length(),
 )
@@ -64,9 +64,9 @@ def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
 @size.command("optimize")
 @click.argument("profile_dir", type=click.Path(file_okay=False))
 @click.option("--trace", "trace_dir", type=click.Path(file_okay=False), help="Take the request mix V_i from this trace (default: the profiling mix).")
-@click.option("--rate", type=float, help="A target session arrival rate: report the servers it needs.")
-@click.option("--max-threads", type=int, help="Evaluate M up to this (default: the profiled range).")
-@click.option("--max-connections", type=int, help="Evaluate N up to this.")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="A target session arrival rate: report the servers it needs.")
+@click.option("--max-threads", type=click.IntRange(min=1), help="Evaluate M up to this (default: the profiled range).")
+@click.option("--max-connections", type=click.IntRange(min=1), help="Evaluate N up to this.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write rates.csv, lambda_of_N.csv, result.json and a plot here.")
 @MACHINE_OUTPUT
 def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out) -> None:

@@ -29,6 +29,8 @@ def simulate_table(
     pools = [f"{t}.{p}" for t, tier in loaded.spec.tiers.items() for p, s in tier.pools.items() if s.kind == "threads"]
     if pool is None and len(pools) != 1:
         raise InputError(f"say which thread pool to vary (--pool TIER.POOL); threads pools: {', '.join(pools) or 'none'}")
+    if pool is not None and pool not in pools:
+        raise InputError(f"--pool {pool}: not a threads pool of the model (TIER.POOL); threads pools: {', '.join(pools) or 'none'}")
     tier, name = (pool or pools[0]).split(".", 1)
     grid = [(int(x), int(y)) for x in clients for y in threads]
     runs = [Run({"workload.population": {"clients": x}, f"tiers.{tier}.pools.{name}.size": y}, seed) for x, y in grid]
