@@ -151,9 +151,11 @@ def run_block(body: str, cwd: Path, bed: LiveTarget) -> list[str]:
 
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
-    """A scratch folder with the examples, as a checkout of the repository has them."""
+    """A scratch folder with the examples and the tests' fixtures, as a checkout of the
+    repository has them."""
     root = tmp_path_factory.mktemp("readme")
     (root / "examples").symlink_to(EXAMPLES)
+    (root / "tests").symlink_to(ROOT / "tests")  # other load tools' results (tests/fixtures/imports)
     return root
 
 

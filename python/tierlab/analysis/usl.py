@@ -43,9 +43,11 @@ class Usl:
         return {"sigma": self.sigma, "kappa": self.kappa, "lambda1": self.lambda1, "n_star": self.n_star, "ci": self.ci}
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """A `concurrency,throughput` CSV as floats (several rows per concurrency allowed)."""
-    return positive_numbers(read_csv(path, COLUMNS, dtype=str), COLUMNS, str(path))
+def read_table(path: str | Path, concurrency: str = "concurrency") -> pd.DataFrame:
+    """A CSV with columns `concurrency` (or the one named) and `throughput` as floats
+    named `concurrency,throughput` (several rows per concurrency allowed)."""
+    columns = (concurrency, "throughput")
+    return positive_numbers(read_csv(path, columns, dtype=str), columns, str(path)).set_axis(list(COLUMNS), axis=1)
 
 
 def throughput(n: np.ndarray, sigma: float, kappa: float, lambda1: float) -> np.ndarray:

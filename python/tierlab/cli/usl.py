@@ -17,14 +17,15 @@ def usl() -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), help="Write σ, κ, λ₁, N* and their intervals as JSON ('-': stdout).")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write the measured points and the fitted curve as a PNG.")
 @click.option("--level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True, help="Confidence level of the intervals.")
-def usl_fit(table, json_out, plot, level) -> None:
+@click.option("--concurrency", "column", default="concurrency", show_default=True, help="The column holding the concurrency (`load` in a ramp's CSV).")
+def usl_fit(table, json_out, plot, level, column) -> None:
     """Fit X(N) = λ₁N / (1 + σ(N−1) + κN(N−1)) to TABLE.csv (columns
     concurrency,throughput; several rows per concurrency allowed)."""
     from ..analysis.usl import fit, read_table
     from ..report.plots import usl_plot
 
     with about(table):
-        df = read_table(table)
+        df = read_table(table, column)
         result = fit(df.concurrency, df.throughput, level)
     if json_out != "-":
         out.print(describe(result), markup=False)
