@@ -23,6 +23,8 @@ from conftest import EXAMPLES, ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
 SIZING = ROOT / "studies" / "results" / "sizing_full" / "optimize"
+MEASURED = ROOT / "studies" / "results" / "sizing_full" / "validate_900s.json"  # size validate --json of the same study
+LIVE_VALIDATION = ROOT / "studies" / "results" / "live_sizing" / "validation.csv"  # with its own predicted column
 RAMP_VUS = [1, 2, 4, 6, 8, 10, 14]
 ONE_RUN = ["headline", "response-time", "types", "breakdown", "pools", "stations", "bottleneck", "fluctuations"]
 
@@ -73,6 +75,17 @@ def test_a_ramp_of_imported_runs_marks_the_knee():
 def test_the_sizing_folder_adds_the_heat_map_with_the_optimum(simulated):
     rep = report([("sim", simulated)], sizing=SIZING)
     assert rep.sections[0] == "sizing" and "optimum: M = 15, N = 5" in rep.html
+
+
+def test_predicted_vs_measured_sizing():
+    import pandas as pd
+
+    rep = report([("sim", jmeter.read(FIXTURES / "jmeter_results.jtl"))], validation=LIVE_VALIDATION)
+    assert rep.sections[0] == "validation"
+    errors = pd.read_csv(LIVE_VALIDATION).error
+    assert f"mean absolute error {errors.abs().mean():.1%} over {len(errors)} configurations" in rep.html
+    both = report([("sim", jmeter.read(FIXTURES / "jmeter_results.jtl"))], sizing=SIZING, validation=MEASURED)
+    assert both.sections[:2] == ["sizing", "validation"]
 
 
 def test_report_command(tmp_path, simulated):
@@ -131,6 +144,7 @@ def test_the_report_renders_in_chromium(tmp_path, simulated, kind):
         "ab": lambda: [("A", jmeter.read(FIXTURES / "jmeter_results.jtl")), ("B", jmeter.read(FIXTURES / "jmeter_results.xml"))],
         "ramp": _k6_ramp,
     }[kind]()
-    rep = report(runs, loads=RAMP_VUS if kind == "ramp" else None, sizing=SIZING if kind == "simulated" else None)
+    sized = kind == "simulated"
+    rep = report(runs, loads=RAMP_VUS if kind == "ramp" else None, sizing=SIZING if sized else None, validation=MEASURED if sized else None)
     page = write(rep, tmp_path / f"{kind}.html")
     _open(page, tmp_path, rep.sections)

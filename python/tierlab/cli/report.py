@@ -14,8 +14,11 @@ from .common import about, err, floats
 )
 @click.option("--loads", help="With 3 runs or more: the load of each, comma-separated in the order given, for the ramp (default: mean requests in flight).")
 @click.option("--sizing", "sizing_dir", type=click.Path(file_okay=False), help="A `tierlab size optimize --out` folder: add its λ(M, N) heat map.")
+@click.option(
+    "--validation", type=click.Path(dir_okay=False), help="`tierlab size validate`'s --json or --csv: measured λ_max against the prediction (with --sizing)."
+)
 @click.option("--title", help="The page title (default: the run's folder name).")
-def report_cmd(run_dirs, out_file, loads, sizing_dir, title) -> None:
+def report_cmd(run_dirs, out_file, loads, sizing_dir, validation, title) -> None:
     """Write a report of RUN_DIR… (traces: simulated, live or imported): one run in
     detail; several side by side with deltas, and as a ramp with its knee from three on."""
     from pathlib import Path

@@ -50,8 +50,16 @@ class Report:
     """The DOM ids of the sections present, in page order."""
 
 
-def report(runs: list[tuple[str, Trace]], loads: list[float] | None = None, sizing: str | Path | None = None, title: str | None = None) -> Report:
-    """The page for `runs` (name, trace), in the order given."""
+def report(
+    runs: list[tuple[str, Trace]],
+    loads: list[float] | None = None,
+    sizing: str | Path | None = None,
+    title: str | None = None,
+    validation: str | Path | None = None,
+) -> Report:
+    """The page for `runs` (name, trace), in the order given; `sizing` a `size optimize
+    --out` folder, `validation` the measured λ_max of `size validate` (its --json or
+    --csv) to set against the prediction."""
     if not runs:
         raise InputError("no runs to report on")
     sections: list[Section] = []
@@ -59,8 +67,12 @@ def report(runs: list[tuple[str, Trace]], loads: list[float] | None = None, sizi
         sections.append(_comparison(runs))
         if len(runs) >= 3:
             sections.append(_ramp([t for _, t in runs], loads))
+    rates = None
     if sizing is not None:
-        sections.append(_sizing(Path(sizing)))
+        section, rates = _sizing(Path(sizing))
+        sections.append(section)
+    if validation is not None:
+        sections.append(_validation(Path(validation), rates))
     for k, (name, trace) in enumerate(runs, 1):
         prefix = "" if len(runs) == 1 else f"run{k}-"
         sections += [Section(prefix + s.id, s.title if len(runs) == 1 else f"{name}: {s.title}", s.body) for s in _run_sections(trace)]
@@ -316,8 +328,9 @@ def _ramp(traces: list[Trace], loads: list[float] | None) -> Section:
     return Section("ramp", "Ramp", "<p>" + html.escape("; ".join(notes)) + "</p>" + _figure(fig, 380))
 
 
-def _sizing(folder: Path) -> Section:
-    """The λ(M, N) heat map of a `size optimize --out` folder, its optimum marked."""
+def _sizing(folder: Path) -> tuple[Section, pd.DataFrame]:
+    """The λ(M, N) heat map of a `size optimize --out` folder, its optimum marked; and
+    its predicted rates."""
     try:
         rates = pd.read_csv(folder / "rates.csv")
         best = json.loads((folder / "result.json").read_text())["optimum"]
@@ -331,7 +344,33 @@ def _sizing(folder: Path) -> Section:
     fig.update_xaxes(title="N (connections)")
     fig.update_yaxes(title="M (threads)")
     text = f"optimum: M = {best['M']}, N = {best['N']}, λ = {best['lambda']:.4g} sessions/s"
-    return Section("sizing", "Pool sizing: λ(M, N)", f"<p>{html.escape(text)}</p>" + _figure(fig, 420))
+    return Section("sizing", "Pool sizing: λ(M, N)", f"<p>{html.escape(text)}</p>" + _figure(fig, 420)), rates
+
+
+def _validation(path: Path, rates: pd.DataFrame | None) -> Section:
+    """Measured λ_max per (M, N) against the prediction: the file's `predicted` column,
+    else the sizing folder's λ(M, N)."""
+    try:
+        measured = pd.DataFrame(json.loads(path.read_text())["result"]) if path.suffix == ".json" else pd.read_csv(path)
+    except (OSError, ValueError, KeyError, pd.errors.ParserError) as e:
+        raise InputError(f"{path}: not the output of `tierlab size validate --json/--csv`: {e}") from None
+    lacking = [c for c in ("M", "N", "lambda_max") if c not in measured.columns]
+    if lacking:
+        raise InputError(f"{path}: no column(s) {', '.join(lacking)}; give the output of `tierlab size validate --json/--csv`")
+    if "predicted" not in measured.columns:
+        if rates is None:
+            raise InputError(f"{path} has no predicted λ: give the `size optimize --out` folder with --sizing as well")
+        measured = measured.merge(rates[["M", "N", "lambda"]].rename(columns={"lambda": "predicted"}), on=["M", "N"], how="left")
+    d = measured[["M", "N", "predicted", "lambda_max"]].rename(columns={"lambda_max": "measured"})
+    d = d.assign(error=(d.predicted - d.measured) / d.measured)
+    top = float(np.nanmax(d[["predicted", "measured"]].to_numpy())) * 1.05
+    fig = go.Figure()
+    fig.add_scatter(x=d.measured, y=d.predicted, mode="markers", text=[f"M={m}, N={n}" for m, n in zip(d.M, d.N)], name="configurations")
+    fig.add_scatter(x=[0, top], y=[0, top], mode="lines", line={"dash": "dot", "color": "grey"}, name="predicted = measured")
+    fig.update_xaxes(title="measured λ_max (sessions/s)")
+    fig.update_yaxes(title="predicted λ (sessions/s)")
+    text = f"mean absolute error {d.error.abs().mean():.1%} over {d.error.notna().sum()} configurations"
+    return Section("validation", "Pool sizing: predicted vs measured", f"<p>{html.escape(text)}</p>" + _figure(fig, 380) + _table(d))
 
 
 def write(rep: Report, path: str | Path) -> Path:
