@@ -4,7 +4,9 @@ field (or a correct run) — never a crash, an abort, a hang or a bare exception
 from __future__ import annotations
 
 import copy
+import json
 import math
+import re
 
 import pytest
 import yaml
@@ -176,3 +178,13 @@ def test_an_engine_panic_becomes_an_engine_error():
 
     with pytest.raises(EngineError, match="a bug in tierlab"):
         run_engine(panics, tierlab.load_model(BASE).engine(), None, None)
+
+
+def test_the_json_schema_states_every_range():
+    """`tierlab schema` carries the ranges to editors (and to the fuzz campaign)."""
+    schema = tierlab.model.json_schema()
+    text = json.dumps(schema)
+    assert not re.search(r'"(ge|gt|le|lt)":', text)
+    run = schema["$defs"]["Run"]["properties"]
+    assert run["duration"]["exclusiveMinimum"] == 0 and run["duration"]["maximum"] == 1e9
+    assert run["seed"]["maximum"] == 2**64 - 1

@@ -88,6 +88,11 @@ _Loader.add_implicit_resolver(
 )
 
 
+def load_yaml(text: str) -> Any:
+    """A model file's YAML, with `1e-9` and `1.0e9` read as numbers (YAML 1.2)."""
+    return yaml.load(text, Loader=_Loader)
+
+
 def _model_error(e: ValidationError, source: str | None, data: Any) -> ModelError:
     """The validation errors by field path, one per field (a union reports each of its
     members: the first, the plain form, is kept)."""
@@ -126,7 +131,7 @@ def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path |
         name = str(path)
         base_dir = base_dir or path.parent
         try:
-            source = yaml.load(path.read_text(), Loader=_Loader)
+            source = load_yaml(path.read_text())
         except yaml.YAMLError as e:
             raise ModelError([("", f"not valid YAML: {e}")], name) from None
     if isinstance(source, dict):
@@ -145,4 +150,4 @@ def json_schema() -> dict:
     return Model.model_json_schema()
 
 
-__all__ = ["Model", "LoadedModel", "ModelWarning", "load_model", "json_schema"]
+__all__ = ["Model", "LoadedModel", "ModelWarning", "load_model", "load_yaml", "json_schema"]

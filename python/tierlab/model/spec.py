@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, model_validator
 
 from .dist import Dist
-from .types import I32, U32, U64, Integer, NonNeg, Number, Pos, PosSeconds, PosU32, Seconds, Servers
+from .types import I32, NUMBER, U32, U64, Finite, NonNeg, Pos, PosSeconds, PosU32, Seconds, Servers
 
 Name = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
 
@@ -25,14 +25,14 @@ class Retransmit(Strict):
     then 2×, 4× … that; after `attempts` retries the request is rejected."""
 
     initial: PosSeconds = Field(3.0, description="seconds (3 s classic, 1 s on modern stacks)")
-    attempts: Annotated[Integer, Field(ge=1, le=64, description="retries; beyond 64 doublings the wait outlasts any run")] = 5
+    attempts: Annotated[int, Field(ge=1, le=64, description="retries; beyond 64 doublings the wait outlasts any run"), NUMBER] = 5
 
 
 class Pool(Strict):
     """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
 
     kind: Literal["threads", "connections", "other"] = Field("other", description="threads/connections decide which request phase holding or waiting counts as")
-    size: Annotated[Integer, Field(ge=1, le=1_000_000)]
+    size: Annotated[int, Field(ge=1, le=1_000_000), NUMBER]
     timeout: Seconds | None = Field(None, description="seconds a request waits for a token before it is rejected; 0 = reject at once; null = wait forever")
     max_queue: U32 | None = Field(None, description="waiters beyond this are rejected at once (or dropped, with `retransmit`): an accept backlog")
     retransmit: Retransmit | None = Field(None, description="when full: drop the attempt and let the client retransmit")
@@ -64,8 +64,8 @@ class Locality(Strict):
     """Skewed access: a `hot_data` share of the data receives `hot_accesses` of the
     accesses (the 80/20 rule: 0.2 and 0.8), each part uniform within itself."""
 
-    hot_data: Annotated[Number, Field(gt=0, lt=1)]
-    hot_accesses: Annotated[Number, Field(gt=0, lt=1)]
+    hot_data: Annotated[Finite, Field(gt=0, lt=1), NUMBER]
+    hot_accesses: Annotated[Finite, Field(gt=0, lt=1), NUMBER]
 
     def hits(self, cached: float) -> float:
         """Hit ratio of a buffer pool holding the `cached` share of the data, hottest first."""
@@ -82,8 +82,8 @@ class Disk(Strict):
 
     kind: Literal["disk"]
     iops: Pos
-    hit_ratio: Annotated[Number, Field(ge=0, le=1)] | None = None
-    memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[Number, Field(ge=0, le=1)] | None = None
+    hit_ratio: Annotated[Finite, Field(ge=0, le=1), NUMBER] | None = None
+    memory: Literal["all_in_memory", "partially_in_memory", "mostly_on_disk"] | Annotated[Finite, Field(ge=0, le=1), NUMBER] | None = None
     locality: Locality | None = None
     channels: PosU32 = 1
     service: Literal["exponential", "constant"] = "exponential"
@@ -126,7 +126,7 @@ class RoundRobinDispatch(DispatchBase):
     """Per request, weighted round robin; no affinity."""
 
     policy: Literal["round_robin"] = "round_robin"
-    weights: list[Annotated[Integer, Field(ge=0, le=1_000_000)]] | None = Field(None, description="relative weights, one per server")
+    weights: list[Annotated[int, Field(ge=0, le=1_000_000), NUMBER]] | None = Field(None, description="relative weights, one per server")
 
 
 class PlainDispatch(DispatchBase):
@@ -146,7 +146,7 @@ class CapDispatch(DispatchBase):
 
 
 class WaitQueue(Strict):
-    size: Annotated[Integer, Field(ge=1, le=100_000_000)] = 1000
+    size: Annotated[int, Field(ge=1, le=100_000_000), NUMBER] = 1000
     timeout: PosSeconds = 10.0
 
 
@@ -156,11 +156,11 @@ class RedalDispatch(DispatchBase):
     loaded (redal) or wait at the dispatcher until one is dispatchable (redal_w)."""
 
     policy: Literal["redal", "redal_w"]
-    alpha: Annotated[Number, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]")] = 0.9
+    alpha: Annotated[Finite, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]"), NUMBER] = 0.9
     slice: Annotated[PosSeconds, Field(description="time-slice length d, seconds")] = 1.0
     think_time: Annotated[PosSeconds, Field(description="think time h assumed until measured, seconds")] = 10.0
-    window: Annotated[Integer, Field(ge=1, le=1_000_000, description="g: inter-request times averaged into h")] = 100
-    intervals: Annotated[Integer, Field(ge=2, le=1_000_000, description="m: intervals in the throughput-slope window")] = 5
+    window: Annotated[int, Field(ge=1, le=1_000_000, description="g: inter-request times averaged into h"), NUMBER] = 100
+    intervals: Annotated[int, Field(ge=2, le=1_000_000, description="m: intervals in the throughput-slope window"), NUMBER] = 5
     interval: Annotated[PosSeconds, Field(description="throughput-measurement interval, seconds")] = 1.0
     queue: WaitQueue = Field(WaitQueue(), description="redal_w: requests held per dispatcher, and their wait limit")
 
@@ -237,10 +237,10 @@ class Link(Strict):
     bandwidth: Annotated[Pos, Field(description="bits per second")]
     delay: Dist = 0.0
     shared: StrictBool = Field(False, description="true: concurrent transfers share the bandwidth; false: one link per client")
-    loss: Annotated[Number, Field(ge=0, lt=1, description="probability that a segment is lost")] = 0.0
+    loss: Annotated[Finite, Field(ge=0, lt=1, description="probability that a segment is lost"), NUMBER] = 0.0
     mss: Annotated[Pos, Field(description="segment size, bytes")] = 1460.0
     rto: Annotated[Seconds, Field(description="seconds a lost segment costs (retransmission timeout)")] = 0.2
-    initial_window: Annotated[Number, Field(ge=1, le=2**32)] | None = Field(
+    initial_window: Annotated[Finite, Field(ge=1, le=2**32), NUMBER] | None = Field(
         None,
         description="slow start: segments in the first flight, doubling every round trip (RFC 3390: 3, "
         "RFC 6928: 10); null = the transfer is one flight (a warm connection)",
@@ -384,7 +384,7 @@ class Chain(Strict):
     end: str = Field("END_OF_SESSION", description="the state that ends the session")
     types: dict[str, str] = Field({}, description="state → request type, where they differ")
     normalize: StrictBool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
-    reweight: dict[str, Annotated[Number, Field(gt=0, le=1e6)]] = Field(
+    reweight: dict[str, Annotated[Finite, Field(gt=0, le=1e6), NUMBER]] = Field(
         {},
         description="state → factor: multiply every transition into the state by it, then rescale the rows "
         "(shifts the request mix, e.g. {SRES: 1.5} for more searches)",
@@ -417,9 +417,9 @@ class Burstiness(Strict):
     dispersion I (tierlab.burst). Open populations: the session arrival rate; closed:
     the clients' think-time rate (base N / mean think, as if responses were quick)."""
 
-    dispersion: Annotated[Number, Field(ge=1, le=1e6, description="index of dispersion I of the arrival counts; 1 = Poisson")]
-    burst_share: Annotated[Number, Field(gt=0, lt=1)] = Field(0.1, description="share of the time in the burst phase")
-    ratio: Annotated[Number, Field(gt=1, le=1e6)] = Field(10.0, description="burst-phase rate / calm-phase rate")
+    dispersion: Annotated[Finite, Field(ge=1, le=1e6, description="index of dispersion I of the arrival counts; 1 = Poisson"), NUMBER]
+    burst_share: Annotated[Finite, Field(gt=0, lt=1), NUMBER] = Field(0.1, description="share of the time in the burst phase")
+    ratio: Annotated[Finite, Field(gt=1, le=1e6), NUMBER] = Field(10.0, description="burst-phase rate / calm-phase rate")
 
 
 def _population(v: Any) -> str | None:

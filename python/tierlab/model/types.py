@@ -22,17 +22,21 @@ def _not_bool_or_text(v: Any) -> Any:
 # service time; beyond it events of a request would share an instant.
 MAX_SECONDS = 1e9
 
-Number = Annotated[float, BeforeValidator(_not_bool_or_text), Field(allow_inf_nan=False)]
-NonNeg = Annotated[Number, Field(ge=0)]
-Pos = Annotated[Number, Field(gt=0)]
-Seconds = Annotated[Number, Field(ge=0, le=MAX_SECONDS)]
-PosSeconds = Annotated[Number, Field(gt=0, le=MAX_SECONDS)]
+# A field's constraints come before NUMBER in its Annotated (a constraint after a
+# validator would drop out of the JSON schema): Annotated[Finite, Field(gt=0), NUMBER].
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+NUMBER = BeforeValidator(_not_bool_or_text)
 
-Integer = Annotated[int, BeforeValidator(_not_bool_or_text)]
-U32 = Annotated[Integer, Field(ge=0, le=2**32 - 1)]
-PosU32 = Annotated[Integer, Field(ge=1, le=2**32 - 1)]
-I32 = Annotated[Integer, Field(ge=-(2**31), le=2**31 - 1)]
-U64 = Annotated[Integer, Field(ge=0, le=2**64 - 1)]
+Number = Annotated[Finite, NUMBER]
+NonNeg = Annotated[Finite, Field(ge=0), NUMBER]
+Pos = Annotated[Finite, Field(gt=0), NUMBER]
+Seconds = Annotated[Finite, Field(ge=0, le=MAX_SECONDS), NUMBER]
+PosSeconds = Annotated[Finite, Field(gt=0, le=MAX_SECONDS), NUMBER]
+
+U32 = Annotated[int, Field(ge=0, le=2**32 - 1), NUMBER]
+PosU32 = Annotated[int, Field(ge=1, le=2**32 - 1), NUMBER]
+I32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1), NUMBER]
+U64 = Annotated[int, Field(ge=0, le=2**64 - 1), NUMBER]
 # Servers and dispatchers per tier: each is a structure the engine allocates up front
 # (crates/sim model.rs MAX_SERVERS).
-Servers = Annotated[Integer, Field(ge=1, le=1_000_000)]
+Servers = Annotated[int, Field(ge=1, le=1_000_000), NUMBER]
