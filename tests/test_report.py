@@ -19,7 +19,7 @@ from tierlab.cli import cli
 from tierlab.report.html import report, write
 from tierlab.trace.imports import jmeter, k6, locust
 
-from conftest import EXAMPLES, ROOT
+from conftest import EXAMPLES, MAPPING, ROOT, live_model, running_testbed
 
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
 SIZING = ROOT / "studies" / "results" / "sizing_full" / "optimize"
@@ -35,12 +35,24 @@ def simulated() -> tierlab.Trace:
     return tierlab.simulate(model)
 
 
+@pytest.fixture(scope="module")
+def live(tmp_path_factory) -> tierlab.Trace:
+    """A short run on the live testbed: client view, the server's pools and phases,
+    the monitor's CPU."""
+    with running_testbed("sqlite", tmp_path_factory.mktemp("live") / "live") as bed:
+        return bed.run(live_model(**{"run.duration": 6, "run.warmup": 1}), MAPPING)
+
+
 def _k6_ramp() -> list[tuple[str, tierlab.Trace]]:
     return [(f"{v} VUs", k6.read(FIXTURES / "k6_ramp" / f"vus{v}.json.gz")) for v in RAMP_VUS]
 
 
 def test_a_simulated_run_has_every_single_run_section(simulated):
     assert report([("sim", simulated)]).sections == ONE_RUN
+
+
+def test_a_live_run_has_every_single_run_section(live):
+    assert report([("live", live)]).sections == ONE_RUN
 
 
 def test_imported_runs_have_the_sections_their_tool_measured():
@@ -135,10 +147,11 @@ def _open(page: Path, tmp: Path, sections: list[str]) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-@pytest.mark.parametrize("kind", ["simulated", "jmeter", "locust", "ab", "ramp"])
-def test_the_report_renders_in_chromium(tmp_path, simulated, kind):
+@pytest.mark.parametrize("kind", ["simulated", "live", "jmeter", "locust", "ab", "ramp"])
+def test_the_report_renders_in_chromium(tmp_path, request, kind):
     runs = {
-        "simulated": lambda: [("sim", simulated)],
+        "simulated": lambda: [("sim", request.getfixturevalue("simulated"))],
+        "live": lambda: [("live", request.getfixturevalue("live"))],
         "jmeter": lambda: [("jmeter", jmeter.read(FIXTURES / "jmeter_results.jtl"))],
         "locust": lambda: [("locust", locust.read(FIXTURES / "locust"))],
         "ab": lambda: [("A", jmeter.read(FIXTURES / "jmeter_results.jtl")), ("B", jmeter.read(FIXTURES / "jmeter_results.xml"))],
