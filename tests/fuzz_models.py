@@ -48,6 +48,7 @@ def _read(path: Path) -> Any:
     return yaml.load(path.read_text(), Loader=_Loader)
 
 
+@functools.cache
 def _examples() -> list[dict]:
     out = []
     for f in sorted(EXAMPLES.glob("*.yaml")):
