@@ -137,6 +137,11 @@ def test_out_of_range_numbers_name_the_field(change, path, text):
         ),
         (lambda m: m["workload"].update(population={"session_rate": 1e6}), "workload.population.session_rate", "1e+08 sessions at once ≈ 25.6 GB"),
         (lambda m: m["run"].update(duration=1e9, window=1e6, records=False), "run.duration", "≈ 2e+09 requests (2/s for 1e+09 s) × 7 events each"),
+        (
+            lambda m: (m["workload"].update(think=0.0), m["requests"]["A"].update(app=[{"loop": {"count": 1e12, "steps": [{"delay": 0.001}]}}])),
+            "run.duration",
+            "≈ 2 requests (one per session at least) × 1e+12 events each",
+        ),
     ],
 )
 def test_a_run_too_big_to_hold_or_to_finish_is_refused_up_front(change, path, text):

@@ -64,13 +64,15 @@ def run_size_problems(m: Model, busy: dict, steps: float, per_session: float) ->
     if total > MEMORY_BYTES:
         field, (size, what, fix) = max(parts.items(), key=lambda kv: kv[1][0])
         problems.append((field, f"{what} ≈ {_bytes(size)} (the run ≈ {_bytes(total)}; the limit is {_bytes(MEMORY_BYTES)}); {fix}"))
-    events = requests * (steps + EVENTS_PER_REQUEST)
-    if events < math.inf and events > MAX_EVENTS:
+    # Nothing bounds the rate (no think time, no CPU work): still, every session sends a request.
+    known, per = (requests, f"({rate:.3g}/s for {r.duration:g} s)") if requests < math.inf else (max(sessions, 1.0), "(one per session at least)")
+    events = known * (steps + EVENTS_PER_REQUEST)
+    if events > MAX_EVENTS:
         problems.append(
             (
                 "run.duration",
-                f"≈ {requests:.2g} requests ({rate:.3g}/s for {r.duration:g} s) × {steps + EVENTS_PER_REQUEST:.3g} events each "
-                f"≈ {events:.2g} events (the limit is {MAX_EVENTS:.0e}); lower run.duration or the load",
+                f"≈ {known:.2g} requests {per} × {steps + EVENTS_PER_REQUEST:.3g} events each "
+                f"≈ {events:.2g} events (the limit is {MAX_EVENTS:.0e}); lower run.duration, the load or the loop counts",
             )
         )
     return problems
