@@ -184,6 +184,15 @@ def test_an_engine_panic_becomes_an_engine_error():
     with pytest.raises(EngineError, match="a bug in tierlab"):
         run_engine(panics, tierlab.load_model(BASE).engine(), None, None)
 
+    class PanicException(BaseException):  # PyO3's, for a panic outside catch_unwind
+        pass
+
+    def panics_outside(model_json, progress):
+        raise PanicException("index out of bounds")
+
+    with pytest.raises(EngineError, match="a bug in tierlab.*index out of bounds"):
+        run_engine(panics_outside, tierlab.load_model(BASE).engine(), None, None)
+
 
 def test_the_json_schema_states_every_range():
     """`tierlab schema` carries the ranges to editors (and to the fuzz campaign)."""

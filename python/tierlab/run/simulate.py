@@ -27,8 +27,14 @@ def run_engine(call: Callable, engine: dict, progress: Callable | None, source: 
         found = _ENGINE_REFUSAL.match(str(e))
         path, why = found.groups() if found else (None, str(e))
         raise ModelError([(path or "", f"the engine refuses it: {why}")], source) from None
-    except RuntimeError as e:
+    except RuntimeError as e:  # the bindings' catch_unwind
         raise EngineError(str(e)) from None
+    except BaseException as e:
+        # A panic outside catch_unwind: PyO3's PanicException, a BaseException that
+        # cannot be imported by name.
+        if type(e).__name__ != "PanicException":
+            raise
+        raise EngineError(f"the engine failed (a bug in tierlab, please report it): {e}") from None
 
 
 def simulate(
