@@ -132,7 +132,8 @@ def _chromium(page: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _open(page: Path, tmp: Path, sections: list[str]) -> None:
     """Render `page`: no console message at all (an error, an uncaught exception or a
-    warning would show as one), every section and its figures in the DOM, a screenshot."""
+    warning would show as one), every section and its figures in the DOM, a screenshot
+    and a printed PDF."""
     dom = _chromium(page, tmp, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
@@ -144,6 +145,9 @@ def _open(page: Path, tmp: Path, sections: list[str]) -> None:
     shot = tmp / f"{page.stem}.png"
     assert _chromium(page, tmp, "--window-size=1200,4000", f"--screenshot={shot}").returncode == 0
     assert shot.stat().st_size > 10_000
+    pdf = tmp / f"{page.stem}.pdf"  # printable: Chromium's print to PDF of the whole page
+    assert _chromium(page, tmp, f"--print-to-pdf={pdf}", "--no-pdf-header-footer").returncode == 0
+    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 10_000
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
