@@ -117,6 +117,11 @@ def test_a_boolean_or_a_text_is_not_a_number(change, path):
         (lambda m: m["run"].update(duration=1e308), "run.duration", "less than or equal to 1000000000"),
         (lambda m: m["run"].update(window=200), "run.window", "longer than the run (100.0 s)"),
         (lambda m: m["tiers"]["app"].update(servers=10**7), "tiers.app.servers", "less than or equal to 1000000"),
+        (
+            lambda m: m["requests"]["A"]["app"].__setitem__(1, {"cpu": {"lognormal": {"mean": 1.5, "sd": 1e308}}}),
+            "requests.A.app[1].cpu",
+            "sd / mean = 6.67e+307 is too large",
+        ),
     ],
 )
 def test_out_of_range_numbers_name_the_field(change, path, text):

@@ -107,7 +107,7 @@ class LognormalParams(_Strict):
 
     @model_validator(mode="after")
     def _finite_shape(self):
-        if not math.isfinite((self.sd / self.mean) ** 2):
+        if not self.sd / self.mean < 1e150:  # beyond, (sd/mean)² overflows
             raise ValueError(f"lognormal: sd / mean = {self.sd / self.mean:.3g} is too large (its σ² = ln(1 + (sd/mean)²) overflows)")
         return self
 
