@@ -98,20 +98,20 @@ def _model_error(e: ValidationError, source: str | None, data: Any) -> ModelErro
     members: the first, the plain form, is kept)."""
     problems: dict[str, str] = {}
     for err in e.errors():
-        problems.setdefault(field_path(_in_data(err["loc"], data)), err["msg"])
+        problems.setdefault(field_path(_in_data(err["loc"], data, err["type"] == "missing")), err["msg"])
     return ModelError(list(problems.items()), source)
 
 
-def _in_data(loc: tuple, data: Any) -> tuple:
+def _in_data(loc: tuple, data: Any, missing: bool) -> tuple:
     """The parts of an error location that index the model file: pydantic adds the
     union member tried (a discriminator value, `float`, `list[…]`), which is not in it.
-    A last part that is not in the data is kept: a missing field."""
+    A `missing` field's name, the last part, is kept."""
     out, node = [], data
     for i, part in enumerate(loc):
         if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node):
             node = node[part]
             out.append(part)
-        elif i == len(loc) - 1 and isinstance(node, dict) and isinstance(part, str) and part.isidentifier():
+        elif missing and i == len(loc) - 1:
             out.append(part)
     return tuple(out)
 
