@@ -99,7 +99,7 @@ def mutated_examples(draw) -> dict:
         elif how == "number":
             node[key] = draw(st.floats() | st.integers(min_value=-(2**70), max_value=2**70))
         else:
-            node[key] = draw(st.sampled_from(VALUES))
+            node[key] = copy.deepcopy(draw(st.sampled_from(VALUES)))  # a copy: later mutations must not edit VALUES
     return m
 
 
