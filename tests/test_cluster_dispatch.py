@@ -4,6 +4,8 @@ bounded queue, dispatchers sharing metrics, and bad parameters."""
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from scipy.optimize import brentq
 
@@ -181,3 +183,24 @@ def test_cluster_metrics_of_a_tier_the_trace_lacks_names_the_tiers():
     t = run(_sessions({"policy": "round_robin"}))
     with pytest.raises(tierlab.InputError, match="no tier 'apps'; its tiers: app, web"):
         cluster_metrics(t, "apps")
+
+
+@pytest.mark.parametrize(
+    "dispatch, why",
+    [
+        ({"policy": "redal", "slice": 0.1, "think_time": 1.0, "dispatchers": 2, "topology": "hierarchical"}, "hierarchical dispatchers"),
+        ({"policy": "affinity", "dispatchers": 2}, "affinity keeps no load metrics"),
+        ({"policy": "least_active"}, "one dispatcher"),
+        ({"policy": "least_active", "dispatchers": 2}, None),
+    ],
+)
+def test_a_sync_that_exchanges_nothing_is_named(dispatch, why):
+    model = tierlab.load_model(_sessions({**dispatch, "sync": {"interval": 0.5}}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.engine()
+    said = [str(w.message) for w in caught if issubclass(w.category, tierlab.ModelWarning)]
+    if why is None:
+        assert said == []
+    else:
+        assert len(said) == 1 and said[0].startswith("tiers.app.dispatch.sync has no effect: ") and why in said[0]

@@ -177,7 +177,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None
-    return Compiled(engine, list(bad), _overload(m, busy_per_session), bound)
+    return Compiled(engine, list(bad), _overload(m, busy_per_session) + _idle_sync(m), bound)
 
 
 def _burst(w, bad: _Problems) -> dict | None:
@@ -221,6 +221,31 @@ def _dispatch(tname: str, t, bad: _Problems) -> dict:
         "queue": queue.size,
         "queue_timeout": queue.timeout,
     }
+
+
+# Policies that keep no load metrics, so have nothing to exchange.
+_NO_METRICS = ("round_robin", "affinity", "random")
+
+
+def _idle_sync(m: Model) -> list[str]:
+    """A `sync` given where no metrics are exchanged: it changes nothing, say so."""
+    out = []
+    for tname, t in m.tiers.items():
+        d = t.dispatch
+        if "sync" not in d.model_fields_set:
+            continue
+        why = (
+            "one dispatcher has no one to tell"
+            if d.dispatchers == 1
+            else "hierarchical dispatchers each own their servers"
+            if d.topology == "hierarchical"
+            else f"{d.policy} keeps no load metrics"
+            if d.policy in _NO_METRICS
+            else None
+        )
+        if why:
+            out.append(f"tiers.{tname}.dispatch.sync has no effect: {why}, so no metrics are exchanged; remove it")
+    return out
 
 
 def _with_session_fetch(m: Model, ty: str, tname: str, program: list[dict], bad: _Problems) -> list[dict]:
