@@ -13,6 +13,7 @@ runs a few hundred in CI."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import functools
 import json
@@ -191,8 +192,9 @@ def _serve(conn) -> None:
     # A run the resource guard lets through still fits; beyond this it is a finding.
     limit = MEMORY_BYTES + 4 * 2**30
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    while (model := conn.recv()) is not None:
-        conn.send(_outcome(model))
+    with contextlib.suppress(EOFError):  # the campaign was stopped
+        while (model := conn.recv()) is not None:
+            conn.send(_outcome(model))
 
 
 class Worker:
