@@ -82,6 +82,19 @@ def test_json_for_tierlab_and_a_token_for_everyone(tmp_path):
             _scrape(bed, token="wrong")
 
 
+def _loadgen_histograms(families: dict) -> dict[str, tuple[list[float], float]]:
+    """Per type: the cumulative bucket counts in bound order, and the count."""
+    out: dict[str, tuple[list[float], float]] = {}
+    for s in families["tierlab_loadgen_response_time_seconds"].samples:
+        buckets, count = out.get(s.labels["type"], ([], 0.0))
+        if s.name.endswith("_bucket"):
+            buckets.append(s.value)
+        elif s.name.endswith("_count"):
+            count = s.value
+        out[s.labels["type"]] = (buckets, count)
+    return out
+
+
 def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
     (port,) = free_ports(1)
     url = f"http://127.0.0.1:{port}/metrics"
@@ -98,6 +111,7 @@ def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
 
         threading.Thread(target=run, daemon=True).start()
         seen = []
+        histograms = []
         while not done.wait(0.4):
             try:
                 with urllib.request.urlopen(url, timeout=5) as r:
@@ -105,10 +119,21 @@ def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
             except OSError:  # not listening yet, or already closed
                 continue
             seen.append((f["tierlab_loadgen_run_fraction"].samples[0].value, f["tierlab_loadgen_requests_finished"].samples[0].value))
+            histograms.append(_loadgen_histograms(f))
     assert "trace" in result
     assert len(seen) >= 4
     fractions, finished = zip(*seen)
     assert list(fractions) == sorted(fractions) and 0 < fractions[-1] <= 1
     assert list(finished) == sorted(finished) and finished[-1] > 0
+    # The response-time histogram per type: one series per type of the trace; its
+    # buckets are cumulative, +Inf is the count, and the counts (taken just before the
+    # finished counter, warm-up included in both) add up to at most that counter.
+    assert set(histograms[-1]) == set(result["trace"].summary["types"])
+    for h, done_so_far in zip(histograms, finished, strict=True):
+        for buckets, count in h.values():
+            assert buckets == sorted(buckets) and buckets[-1] == count
+        assert sum(count for _, count in h.values()) <= done_so_far
+    totals = [sum(count for _, count in h.values()) for h in histograms]
+    assert totals == sorted(totals) and totals[-1] > 0
     with pytest.raises(OSError):  # the port is closed with the run
         urllib.request.urlopen(url, timeout=2)

@@ -48,6 +48,28 @@ pub struct Done {
     pub bytes: u64,
 }
 
+/// Upper bounds (seconds) of the live response-time histogram's buckets, Prometheus
+/// style; the last bucket (+Inf) is implicit, so a histogram has one count more.
+pub const LATENCY_BOUNDS: [f64; 11] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// One request type's response times (from the intended send time) of every finished
+/// request, warm-up included: counts per bucket (not cumulative) and their sum.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Latency {
+    pub buckets: [u64; LATENCY_BOUNDS.len() + 1],
+    pub sum: f64,
+}
+
+impl Latency {
+    fn record(&mut self, rt: f64) {
+        let i = LATENCY_BOUNDS.partition_point(|&b| b < rt);
+        self.buckets[i] += 1;
+        self.sum += rt;
+    }
+}
+
 const METRICS: [&str; 5] = [
     "concurrency",
     "arrivals",
@@ -69,6 +91,8 @@ pub struct Collector {
     sessions_started: u64,
     sessions_completed: u64,
     requests_of_completed: u64,
+    /// Per type, for the live metrics (`Progress::latency`).
+    pub latency: Vec<Latency>,
 }
 
 impl Collector {
@@ -85,6 +109,7 @@ impl Collector {
             sessions_started: 0,
             sessions_completed: 0,
             requests_of_completed: 0,
+            latency: vec![Latency::default(); types],
         }
     }
 
@@ -111,6 +136,7 @@ impl Collector {
             let (a, b) = (i as f64 * self.window, (i + 1) as f64 * self.window);
             self.windows[i][0] += (d.end.min(b) - d.start.max(a)).max(0.0) / self.window;
         }
+        self.latency[d.rtype].record(d.end - d.start);
         if d.start < self.warmup {
             return;
         }

@@ -14,15 +14,19 @@ use std::time::Duration;
 
 use trace::Output;
 
+pub use collect::{Latency, LATENCY_BOUNDS};
 pub use config::Config;
 
 /// Live counters for a progress line.
 #[derive(Debug, Clone, Copy)]
-pub struct Progress {
+pub struct Progress<'a> {
     /// Share of the duration elapsed.
     pub fraction: f64,
     pub finished: u64,
     pub failed: u64,
+    /// Per request type, the response times of the requests finished so far, taken
+    /// before `finished`, so their counts add up to at most `finished`.
+    pub latency: &'a [Latency],
 }
 
 /// Run the load described by `config_json` (see `tierlab.live.loadgen`). `tick` is called
@@ -50,13 +54,24 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         let mut tasks = client::start(&sh);
         let mut interrupted = false;
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
+        // Copied into the same buffer at every tick: no allocation after the first.
+        let mut latency = Vec::new();
         loop {
             ticker.tick().await;
             let elapsed = sh.t0.elapsed().as_secs_f64();
+            if let Some(c) = sh
+                .collector
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            {
+                latency.clone_from(&c.latency);
+            }
             let progress = Progress {
                 fraction: (elapsed / duration).min(1.0),
                 finished: sh.finished.load(Relaxed),
                 failed: sh.failed.load(Relaxed),
+                latency: &latency,
             };
             if !tick(progress) {
                 interrupted = true;

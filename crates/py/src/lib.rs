@@ -36,19 +36,38 @@ fn simulate<'py>(
 
 /// Drive a live HTTP target with the load described by `config_json` (built by
 /// `tierlab.live.loadgen`). Returns the same dict as `simulate`; `progress(fraction,
-/// finished, failed)` is called every 0.1 s.
+/// finished, failed)` is called every 0.1 s, and after it `latency(buckets, sums)`:
+/// per request type, the response-time histogram so far (counts per bucket of
+/// `latency_bounds()`, not cumulative, +Inf last) and the sum of the response times.
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None))]
+#[pyo3(signature = (config_json, progress=None, latency=None))]
 fn generate_load<'py>(
     py: Python<'py>,
     config_json: &str,
     progress: Option<Py<PyAny>>,
+    latency: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     detached(py, progress, "the load generator", |tick| {
         loadgen::run(config_json, |p| {
+            if let Some(cb) = &latency {
+                Python::attach(|py| {
+                    let buckets: Vec<&[u64]> = p.latency.iter().map(|l| &l.buckets[..]).collect();
+                    let sums: Vec<f64> = p.latency.iter().map(|l| l.sum).collect();
+                    // A failing metrics callback loses the metrics, never the run.
+                    if let Err(e) = cb.call1(py, (buckets, sums)) {
+                        e.print(py);
+                    }
+                });
+            }
             tick(&[p.fraction, p.finished as f64, p.failed as f64])
         })
     })
+}
+
+/// The upper bounds (seconds) of `generate_load`'s latency buckets, +Inf implicit.
+#[pyfunction]
+fn latency_bounds() -> Vec<f64> {
+    loadgen::LATENCY_BOUNDS.to_vec()
 }
 
 /// The JSON Schema of the summary both `simulate` and `generate_load` return (JSON text).
@@ -172,6 +191,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_load, m)?)?;
     m.add_function(wrap_pyfunction!(summary_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(latency_bounds, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
     m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;

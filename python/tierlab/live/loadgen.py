@@ -72,8 +72,8 @@ def generate_load(
         "connect_timeout": connect_timeout,
         "workers": workers or min(os.cpu_count() or 1, 4),
     }
-    with serving(metrics_port, progress) as tick:
-        out = _core.generate_load(json.dumps(config), tick)
+    with serving(metrics_port, progress, names) as (tick, latency):
+        out = _core.generate_load(json.dumps(config), tick, latency)
     trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace

@@ -5,25 +5,39 @@ They are served from Python, not from the Rust generator: the generator already 
 its counters to Python every 100 ms (the progress callback), so a scrape costs the
 generator nothing, while an HTTP server inside it would share the runtime whose
 timing it measures (a scrape handled on a worker delays the sends due then). The
-latency distributions stay in the trace, measured from intended send times."""
+response-time histogram per request type (measured from intended send times, as in
+the trace, but warm-up included) comes with every tick; the exact distributions stay
+in the trace."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import accumulate
 
 from prometheus_client import CollectorRegistry, start_http_server
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+
+from .. import _core
+
+Latency = Callable[[list[list[int]], list[float]], None]
 
 
 class _Progress:
     """The latest progress, read when scraped."""
 
-    def __init__(self) -> None:
+    def __init__(self, types: Sequence[str]) -> None:
         self.fraction = self.finished = self.failed = 0.0
+        self.types = list(types)
+        self.bounds = [*map(str, _core.latency_bounds()), "+Inf"]
+        self.buckets: list[list[int]] = [[0] * len(self.bounds) for _ in self.types]
+        self.sums = [0.0] * len(self.types)
 
     def __call__(self, fraction: float, finished: float = 0, failed: float = 0) -> None:
         self.fraction, self.finished, self.failed = fraction, finished, failed
+
+    def latency(self, buckets: list[list[int]], sums: list[float]) -> None:
+        self.buckets, self.sums = buckets, sums
 
     def describe(self) -> list[Metric]:
         return []
@@ -32,16 +46,25 @@ class _Progress:
         yield CounterMetricFamily("tierlab_loadgen_requests_finished", "Requests the load generator finished, warm-up included.", value=self.finished)
         yield CounterMetricFamily("tierlab_loadgen_requests_failed", "Finished requests that failed (any status but ok).", value=self.failed)
         yield GaugeMetricFamily("tierlab_loadgen_run_fraction", "Share of the run's duration elapsed.", value=self.fraction)
+        histogram = HistogramMetricFamily(
+            "tierlab_loadgen_response_time_seconds",
+            "Response time of the finished requests per type, from the intended send time, warm-up included.",
+            labels=["type"],
+        )
+        for name, counts, total in zip(self.types, self.buckets, self.sums, strict=True):
+            histogram.add_metric([name], list(zip(self.bounds, accumulate(counts), strict=True)), sum_value=total)
+        yield histogram
 
 
 @contextmanager
-def serving(port: int | None, progress: Callable[..., None] | None) -> Iterator[Callable[..., None] | None]:
-    """The progress callback to hand the generator: `progress`, and with a port, the
-    metrics on http://127.0.0.1:PORT/metrics as well, for as long as the block runs."""
+def serving(port: int | None, progress: Callable[..., None] | None, types: Sequence[str]) -> Iterator[tuple[Callable[..., None] | None, Latency | None]]:
+    """The progress and latency callbacks to hand the generator: `progress`, and with a
+    port, the metrics of the request `types` on http://127.0.0.1:PORT/metrics as well,
+    for as long as the block runs."""
     if port is None:
-        yield progress
+        yield progress, None
         return
-    latest = _Progress()
+    latest = _Progress(types)
     registry = CollectorRegistry(auto_describe=True)
     registry.register(latest)
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
@@ -52,7 +75,7 @@ def serving(port: int | None, progress: Callable[..., None] | None) -> Iterator[
             progress(*values)
 
     try:
-        yield tick
+        yield tick, latest.latency
     finally:
         server.shutdown()
         server.server_close()
