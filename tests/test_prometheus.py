@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import threading
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as openmetrics_families
 from prometheus_client.parser import text_string_to_metric_families
 
-from tierlab.live import generate_load
+from tierlab.live import generate_load, loadgen
 
 from conftest import MAPPING, free_ports, live_model, running_testbed
 
@@ -137,3 +138,25 @@ def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
     assert totals == sorted(totals) and totals[-1] > 0
     with pytest.raises(OSError):  # the port is closed with the run
         urllib.request.urlopen(url, timeout=2)
+
+
+def test_the_load_generators_last_histogram_counts_the_traces_requests(tmp_path, monkeypatch):
+    """After the run, the histogram (what a scrape at the end would read) counts per type
+    exactly the trace's requests: with no warm-up, both hold every finished request."""
+    latest = []
+    serving = loadgen.serving
+
+    @contextmanager
+    def keeping(*args):
+        with serving(*args) as (tick, latency):
+            latest.append(latency.__self__)
+            yield tick, latency
+
+    monkeypatch.setattr(loadgen, "serving", keeping)
+    (port,) = free_ports(1)
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        trace = generate_load(live_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING, target=bed.state.target, metrics_port=port)
+    histograms = _loadgen_histograms({m.name: m for m in latest[0].collect()})
+    counts = {name: float(sum(t["requests"].values())) for name, t in trace.summary["types"].items()}
+    assert {name: count for name, (_, count) in histograms.items() if count} == {name: c for name, c in counts.items() if c}
+    assert sum(counts.values()) > 0

@@ -56,9 +56,7 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         let mut ticker = tokio::time::interval(Duration::from_millis(100));
         // Copied into the same buffer at every tick: no allocation after the first.
         let mut latency = Vec::new();
-        loop {
-            ticker.tick().await;
-            let elapsed = sh.t0.elapsed().as_secs_f64();
+        let mut report = |tick: &mut dyn FnMut(Progress) -> bool, elapsed: f64| {
             if let Some(c) = sh
                 .collector
                 .lock()
@@ -67,13 +65,17 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
             {
                 latency.clone_from(&c.latency);
             }
-            let progress = Progress {
+            tick(Progress {
                 fraction: (elapsed / duration).min(1.0),
                 finished: sh.finished.load(Relaxed),
                 failed: sh.failed.load(Relaxed),
                 latency: &latency,
-            };
-            if !tick(progress) {
+            })
+        };
+        loop {
+            ticker.tick().await;
+            let elapsed = sh.t0.elapsed().as_secs_f64();
+            if !report(&mut tick, elapsed) {
                 interrupted = true;
                 break;
             }
@@ -85,6 +87,8 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         let elapsed = sh.t0.elapsed().as_secs_f64().min(duration);
         tasks.abort_all();
         while tasks.join_next().await.is_some() {}
+        // A last report with every finished request, as the trace has them.
+        report(&mut tick, elapsed);
         // Aborted sessions may still be unwinding: take the collector, not the Arc.
         let arrived = sh.arrived.load(Relaxed);
         let collector = sh
