@@ -159,6 +159,15 @@ def test_an_unreachable_target_is_a_clear_error_before_the_run():
     assert progress == []  # refused before the run began, not after a run of failures
 
 
+def test_the_generators_own_refusals_are_input_errors_naming_the_field():
+    model = _model({"A": {"A": 1}}, "A")
+    # More threads than any machine gives a load generator: refused, not a tokio panic.
+    with pytest.raises(tierlab.InputError, match="workers = 100000: give 1 to 64"):
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1", workers=100_000)
+    with pytest.raises(tierlab.InputError, match='target "nohost": invalid socket address'):
+        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="nohost")
+
+
 def test_a_mapping_must_cover_every_request_type():
     model = _model({"A": {"B": 1}, "B": {"A": 1}}, "A")
     with pytest.raises(ValueError, match=r"requests\.B: the model has this request type"):

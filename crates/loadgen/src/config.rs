@@ -118,9 +118,19 @@ impl Config {
                 c.type_names.len()
             ));
         }
+        if !(1..=MAX_WORKERS).contains(&c.workers) {
+            return Err(format!(
+                "workers = {}: give 1 to {MAX_WORKERS} load generator threads",
+                c.workers
+            ));
+        }
         Ok(c)
     }
 }
+
+/// Load generator threads at most: each is an OS thread (tokio panics when the OS
+/// refuses one), and a loopback load saturates a machine's cores long before this.
+pub const MAX_WORKERS: usize = 64;
 
 #[cfg(test)]
 mod tests {

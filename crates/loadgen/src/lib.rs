@@ -36,7 +36,7 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
     // One worker: a current-thread runtime, without the cross-thread wake-ups of the
     // work-stealing scheduler (the common case on a small load machine).
     let mut builder = match cfg.workers {
-        0 | 1 => tokio::runtime::Builder::new_current_thread(),
+        1 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
             b.worker_threads(n);

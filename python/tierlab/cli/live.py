@@ -23,7 +23,7 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 @click.option("--clients", type=int, help="A closed population of N browsers instead of the model's population.")
 @click.option("--session-rate", type=float, help="An open population: sessions per second.")
 @click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
-@click.option("--workers", type=click.IntRange(min=1), help="Load generator threads (default: one per core, at most 4).")
+@click.option("--workers", type=click.IntRange(1, 64), help="Load generator threads, 1 to 64 (default: one per core, at most 4).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve the generator's progress to Prometheus on 127.0.0.1:PORT/metrics during the run.")
 def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port) -> None:

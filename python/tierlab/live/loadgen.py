@@ -40,7 +40,7 @@ def generate_load(
     population (closed / open). `progress(fraction, finished, failed)` is called every
     0.1 s; with `metrics_port` the same counters are served to Prometheus on
     127.0.0.1:PORT/metrics during the run (`loadgen_metrics`). Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
-    Raises ValueError at once if the target is unreachable."""
+    Raises InputError at once if the target is unreachable or the configuration is refused."""
     loaded = load_model(model)
     if clients is not None and session_rate is not None:
         raise InputError("give clients (a closed population) or session_rate (an open one), not both")
@@ -73,7 +73,10 @@ def generate_load(
         "workers": workers or min(os.cpu_count() or 1, 4),
     }
     with serving(metrics_port, progress, names) as (tick, latency):
-        out = _core.generate_load(json.dumps(config), tick, latency)
+        try:
+            out = _core.generate_load(json.dumps(config), tick, latency)
+        except ValueError as e:  # the generator refused its configuration or the target
+            raise InputError(str(e)) from None
     trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace
