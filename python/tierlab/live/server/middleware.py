@@ -330,7 +330,7 @@ class Tier:
 
     def _finish(self, ctx, outcome, start_response, status, body, headers=()):
         ctx.enter("done")
-        end = time.monotonic()
+        end = ctx.since  # the instant the last phase ended: the phases add up to the time
         rec = {
             "id": ctx.id,
             "session": ctx.session,
