@@ -4,8 +4,11 @@
 (b) nested pools: 16-thread pool → 4-core processor-sharing CPU → 8 DB connections,
     exponential demands, Poisson arrivals at 250 req/s.
 Each case runs in its own process so that its peak memory (max RSS) is its own.
-A last case runs our engine for 10× the requests with per-request records off, to show
-the memory stays bounded. The last output line is a JSON object with the figures.
+A hand-written Rust loop (`benchmarks/handloop`: one binary heap, the same M/M/8, checked
+against Erlang C in its own output) is the floor: `mmc_ratio_vs_handloop` is our
+customers/s over its, same run. A last case runs our engine for 10× the requests with
+per-request records off, to show the memory stays bounded, and one with records on
+gives the peak memory per request the records add. The last output line is a JSON object.
 
     python benchmarks/engine_vs_simpy.py            # 1,000,000 requests per case
     python benchmarks/engine_vs_simpy.py --quick    # 100,000 (seconds)
@@ -20,6 +23,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 RATE_NESTED = 250.0
 CPU_DEMAND, DB_HOLD = 0.01, 0.02  # seconds (means)
@@ -58,11 +62,13 @@ def ours_model(case: str, n: int) -> dict:
     }
 
 
-def run_ours(case: str, n: int) -> dict:
+def run_ours(case: str, n: int, records: bool = False) -> dict:
     import tierlab
 
+    model = ours_model(case, n)
+    model["run"]["records"] = records
     t0 = time.perf_counter()
-    s = tierlab.simulate(ours_model(case, n)).summary
+    s = tierlab.simulate(model).summary
     wall = time.perf_counter() - t0
     done = s["requests"]["ok"]
     return {
@@ -172,19 +178,29 @@ def run_simpy(case: str, n: int) -> dict:
 # ---- driver -----------------------------------------------------------------------------------
 
 
-def child(engine: str, case: str, n: int) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", engine, case, str(n)], capture_output=True, text=True, check=True)
+def child(engine: str, case: str, n: int, records: bool = False) -> dict:
+    cmd = [sys.executable, __file__, "--child", engine, case, str(n)] + (["--records"] if records else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def handloop(n: int) -> dict:
+    """The hand-written M/M/8 (built here, release profile)."""
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "tierlab-handloop"], cwd=root, check=True)
+    out = subprocess.run([root / "target/release/tierlab-handloop", str(n), str(MMC_C), str(MMC_RHO)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--child", nargs=3, metavar=("ENGINE", "CASE", "N"))
+    ap.add_argument("--records", action="store_true", help="(child) keep per-request records")
     a = ap.parse_args()
     if a.child:
         engine, case, n = a.child
-        res = (run_ours if engine == "ours" else run_simpy)(case, int(n))
+        res = run_ours(case, int(n), a.records) if engine == "ours" else run_simpy(case, int(n))
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(res))
         return
@@ -205,11 +221,21 @@ def main() -> None:
         print(f"{case:7s} simpy {simpy['rps']:>12,.0f} req/s  {'':>21s}  mean RT {simpy['mean_rt']:.4f}  peak {simpy['peak_rss_mb']:.0f} MB")
         res[case] = {"ours": ours, "simpy": simpy}
         res[f"{case}_ratio"] = ours["rps"] / simpy["rps"]
+        res[f"{case}_events_per_request"] = ours["events"] / ours["requests"]
     res["mmc_theory_mean_rt"] = mmc_theory
+    hand = handloop(n)
+    print(f"mmc     hand  {hand['customers_per_s']:>12,.0f} req/s  {hand['events'] / hand['wall_s']:>12,.0f} events/s  mean RT {hand['mean_rt']:.4f}")
+    res["handloop"] = hand
+    res["mmc_ratio_vs_handloop"] = res["mmc"]["ours"]["rps"] / hand["customers_per_s"]
     big = child("ours", "nested", 10 * n)
     print(f"nested  ours, {10 * n:,} requests, records off: peak {big['peak_rss_mb']:.0f} MB, {big['rps']:,.0f} req/s")
     res["ours_peak_rss_mb_10x"] = big["peak_rss_mb"]
     res["ours_requests_10x"] = big["requests"]
+    rec = child("ours", "nested", n, records=True)
+    # Above the same run with records off: what the records themselves cost.
+    extra = rec["peak_rss_mb"] - res["nested"]["ours"]["peak_rss_mb"]
+    res["ours_peak_bytes_per_request_records"] = extra * 2**20 / rec["requests"]
+    print(f"nested  ours, {n:,} requests, records on: peak {rec['peak_rss_mb']:.0f} MB, +{res['ours_peak_bytes_per_request_records']:.0f} bytes per request")
     print(json.dumps(res))
 
 
