@@ -40,15 +40,23 @@ pub enum Ev {
     SyncDeliver { tier: u16 },
 }
 
+/// `key` packs (time, insertion order) into one integer that orders as the pair does:
+/// the bits of a non-negative f64 order as its value, so one u128 comparison replaces
+/// a float comparison and a tie-break on the hottest path of the engine.
 struct Entry {
-    time: f64,
-    seq: u64,
+    key: u128,
     ev: Ev,
+}
+
+impl Entry {
+    fn time(&self) -> f64 {
+        f64::from_bits((self.key >> 64) as u64)
+    }
 }
 
 impl PartialEq for Entry {
     fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
+        self.key == o.key
     }
 }
 impl Eq for Entry {}
@@ -60,7 +68,7 @@ impl PartialOrd for Entry {
 impl Ord for Entry {
     // Reversed: BinaryHeap is a max-heap and we want the earliest event first.
     fn cmp(&self, o: &Self) -> Ordering {
-        o.time.total_cmp(&self.time).then(o.seq.cmp(&self.seq))
+        o.key.cmp(&self.key)
     }
 }
 
@@ -71,21 +79,21 @@ pub struct EventQueue {
 }
 
 impl EventQueue {
+    /// `time` is a simulated time: finite and not negative (`+ 0.0` turns a -0.0 into
+    /// 0.0, whose bits would otherwise sort last).
     pub fn push(&mut self, time: f64, ev: Ev) {
+        debug_assert!(time >= 0.0 && time.is_finite(), "event time {time}");
         self.seq += 1;
-        self.heap.push(Entry {
-            time,
-            seq: self.seq,
-            ev,
-        });
+        let key = u128::from((time + 0.0).to_bits()) << 64 | u128::from(self.seq);
+        self.heap.push(Entry { key, ev });
     }
 
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
-        self.heap.pop().map(|e| (e.time, e.ev))
+        self.heap.pop().map(|e| (e.time(), e.ev))
     }
 
     pub fn peek_time(&self) -> Option<f64> {
-        self.heap.peek().map(|e| e.time)
+        self.heap.peek().map(Entry::time)
     }
 }
 
