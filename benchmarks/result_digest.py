@@ -12,8 +12,9 @@ import hashlib
 import json
 from pathlib import Path
 
-import tierlab
 import yaml
+
+import tierlab
 
 
 def digest(path: Path, duration: float) -> str:

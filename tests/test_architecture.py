@@ -12,8 +12,8 @@ import pytest
 from conftest import ROOT
 
 PACKAGE = ROOT / "python" / "tierlab"
-# Bottom first. `errors` and the compiled `_core` are below everything.
-LAYERS = ["_core", "errors", "model", "trace", "run", "live", "analysis", "experiments", "report", "cli"]
+# Bottom first. `errors`, the lazy-export helper and the compiled `_core` are below everything.
+LAYERS = ["_core", "_lazy", "errors", "model", "trace", "run", "live", "analysis", "experiments", "report", "cli"]
 
 
 def _module(path: Path) -> str:

@@ -17,7 +17,10 @@ from conftest import EXAMPLES
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
     found: dict[str, click.Command] = {}
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None and command.name == name, f"`tierlab {' '.join((*path, name))}` does not load"
         if isinstance(command, click.Group):
             found |= _commands(command, (*path, name))
         else:
@@ -26,6 +29,28 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, click
 
 
 COMMANDS = _commands(cli)
+HEAVY = ["pandas", "pyarrow", "numpy", "pydantic", "scipy", "matplotlib", "plotly"]
+
+
+def test_commands_are_found():
+    assert {"simulate", "live run", "size profile", "report"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("code", ["import tierlab", "from tierlab.cli import cli; cli.main(['--help'], standalone_mode=False)"])
+def test_importing_tierlab_and_help_load_no_heavy_library(code):
+    # `import tierlab` and `tierlab --help` stay fast: pandas, numpy, pydantic and the
+    # plotting libraries load only when a command uses them.
+    check = f"{code}\nimport sys\nprint('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    loaded = out.splitlines()[-1].split()[1:]
+    assert loaded == [], f"{code!r} imported {loaded}"
+
+
+def test_lazy_names_resolve():
+    assert tierlab.simulate.__module__ == "tierlab.run.simulate"
+    assert tierlab.Trace.__name__ == "Trace" and callable(tierlab.read_trace)
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        _ = tierlab.nonexistent  # type: ignore[attr-defined]
 # Every command that runs a model: simulated, or on a live server.
 RUNS_A_MODEL = ["simulate", "ramp", "load", "live run", "live profile", "live validate", "size profile", "size validate", "cost simulate"]
 

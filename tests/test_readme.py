@@ -87,9 +87,10 @@ def commands(body: str) -> list[list[str]]:
 def _command(words: list[str]) -> click.Command:
     command: click.Command = cli
     for w in words[1:]:
-        if not isinstance(command, click.Group) or w not in command.commands:
+        sub = command.get_command(click.Context(command), w) if isinstance(command, click.Group) else None
+        if sub is None:
             break
-        command = command.commands[w]
+        command = sub
     return command
 
 

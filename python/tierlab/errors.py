@@ -14,6 +14,10 @@ class ModelError(ValueError):
         super().__init__(f"invalid model{where}:\n" + "\n".join(lines))
 
 
+class ModelWarning(UserWarning):
+    """The model is valid but probably not what was meant (e.g. an overloaded open workload)."""
+
+
 class EngineError(RuntimeError):
     """The engine failed on a model that passed every check (a Rust panic, caught by
     the bindings): a bug in tierlab, to be reported with the model."""

@@ -6,29 +6,46 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from importlib import import_module
 
 import click
 
-from ..errors import InputError, ModelError, TraceError
-from ..model import ModelWarning
-from .analyze import analyze
+from ..errors import InputError, ModelError, ModelWarning, TraceError
 from .common import err
-from .imports import import_cmd
-from .live import live, load_cmd
-from .report import report_cmd
-from .run import ramp_cmd, schema_cmd, simulate_cmd
-from .size import cost, size
-from .usl import usl
+
+# Each command's module is imported when the command runs (or `--help` lists it), so
+# that `tierlab simulate` does not pay for the live server's, the report's or the
+# analyses' libraries.
+COMMANDS = {
+    "simulate": "run:simulate_cmd",
+    "schema": "run:schema_cmd",
+    "ramp": "run:ramp_cmd",
+    "analyze": "analyze:analyze",
+    "size": "size:size",
+    "cost": "size:cost",
+    "load": "live:load_cmd",
+    "live": "live:live",
+    "usl": "usl:usl",
+    "import": "imports:import_cmd",
+    "report": "report:report_cmd",
+}
 
 
-@click.group()
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, name = COMMANDS[cmd_name].split(":")
+        return getattr(import_module(f".{module}", __name__), name)
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="tierlab")
 def cli() -> None:
     """Find and fix the soft-resource bottlenecks of multi-tier web applications."""
-
-
-for command in (simulate_cmd, schema_cmd, ramp_cmd, analyze, size, cost, load_cmd, live, usl, import_cmd, report_cmd):
-    cli.add_command(command)
 
 
 def main() -> None:

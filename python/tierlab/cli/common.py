@@ -10,14 +10,16 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import InputError, TraceError
-from ..run.progress import LineProgress, progress
+
+if TYPE_CHECKING:
+    from ..run.progress import LineProgress
 
 # Tables stay whole when piped, however wide (rich would squeeze them to 80 columns and
 # cut figures: `1260…`); messages are never wrapped, so a path or a field name stays on
@@ -30,6 +32,8 @@ err = Console(stderr=True, soft_wrap=True)
 def run_progress(quiet: bool = False, counts: bool = True) -> Progress | LineProgress:
     """A run's progress (simulated or live): a bar on a terminal, a line per tenth in a
     log; `counts`: with the live request counts (see `live_tick`)."""
+    from ..run.progress import progress  # `tierlab.run` loads the engine and pandas: only runs need it
+
     return progress(
         TextColumn("{task.description}"),
         BarColumn(),

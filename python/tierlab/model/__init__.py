@@ -12,13 +12,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from ..errors import ModelError, field_path
+from ..errors import ModelError, ModelWarning, field_path
 from .compile import Compiled, compile_model
 from .spec import Model
-
-
-class ModelWarning(UserWarning):
-    """The model is valid but probably not what was meant (e.g. an overloaded open workload)."""
 
 
 @dataclass

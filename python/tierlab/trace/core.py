@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from . import Trace
+from .folder import Trace
 from .schema import check_summary
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from .. import Trace
 from ..core import timeseries_frame
+from ..folder import Trace
 from ..schema import SCHEMA_VERSION, STATUSES, Summary, check_summary
 
 # The load generator's failure kinds (summary `errors`).

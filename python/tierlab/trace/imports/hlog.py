@@ -13,7 +13,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from ...errors import InputError
-from .. import Trace
+from ..folder import Trace
 from .client import PERCENTILES, Figures, from_windows, type_figures
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}

@@ -13,7 +13,7 @@ from xml.parsers import expat
 import pandas as pd
 
 from ...errors import InputError
-from .. import Trace
+from ..folder import Trace
 from .client import failure, from_records
 
 # JMeter's CSV header names and the XML attributes that hold the same field.

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from ...errors import InputError
-from .. import Trace
+from ..folder import Trace
 from .client import failure, from_records
 
 # k6's error codes for a request without a response (docs: k6 error codes): 1050 is

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from .. import Trace
+from ..folder import Trace
 from .client import Figures, failure, from_windows, type_figures
 
 # Locust's percentile columns for the summary's.
