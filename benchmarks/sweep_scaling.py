@@ -1,0 +1,61 @@
+"""Sweeps scale: the same `tierlab size profile` sweep with 1 local worker, with 2, and
+on a Dask LocalCluster of 2 single-threaded worker processes (`--scheduler`), timed end
+to end as a user runs it, in one run. Target: 2 workers ≥ 1.8× faster than 1; all
+three write the same profile, byte for byte.
+
+    python benchmarks/sweep_scaling.py [--quick]     # last line: JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
+
+
+def profile(out: Path, grid: tuple[str, str, str], *how: str) -> float:
+    threads, connections, duration = grid
+    cmd = [sys.executable, "-m", "tierlab.cli", "size", "profile", str(MODEL), "--out", str(out)]
+    cmd += ["--threads", threads, "--connections", connections, "--duration", duration, *how]
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t0
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="a 12-point grid of short runs instead of 24 longer ones")
+    a = ap.parse_args()
+    grid = ("5,10,20", "1,2,4,5", "60") if a.quick else ("5,10,15,20,30,50", "1,2,4,5", "120")
+    from distributed import LocalCluster
+
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = {k: Path(tmp) / k for k in ("one", "two", "dask")}
+        res = {
+            "one_worker_s": profile(out["one"], grid, "--workers", "1"),
+            "two_workers_s": profile(out["two"], grid, "--workers", "2"),
+            "dask_s": profile(out["dask"], grid, "--scheduler", cluster.scheduler_address),
+        }
+        same = contents(out["one"]) == contents(out["two"]) == contents(out["dask"])
+    res["speedup_2_workers"] = res["one_worker_s"] / res["two_workers_s"]
+    res["speedup_dask"] = res["one_worker_s"] / res["dask_s"]
+    res["identical_results"] = same
+    res["grid"] = {"threads": grid[0], "connections": grid[1], "duration_s": float(grid[2])}
+    for k, v in res.items():
+        print(f"{k:20s} {v}")
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
