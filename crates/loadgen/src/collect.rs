@@ -183,7 +183,8 @@ impl Collector {
     ) -> Output {
         let span = (elapsed - self.warmup).max(0.0);
         let per_s = |x: f64| rate(x, span);
-        let finished: u64 = self.requests.overall.status.iter().sum();
+        let finished = self.requests.finished();
+        let overall = self.requests.overall();
         // Windows up to the end of the run only; requests that ended after it are in
         // no window (in-flight at the end).
         let n = ((elapsed / self.window).ceil() as usize).max(1);
@@ -223,10 +224,10 @@ impl Collector {
             measured_seconds: span,
             interrupted,
             missing: BTreeMap::new(),
-            requests: self.requests.overall.counts(),
+            requests: overall.counts(),
             in_flight_at_end: arrived.saturating_sub(finished),
-            throughput: per_s(self.requests.overall.status[Status::Ok as usize] as f64),
-            response_time: self.requests.overall.latency.percentiles(),
+            throughput: per_s(overall.status[Status::Ok as usize] as f64),
+            response_time: overall.latency.percentiles(),
             types: self.requests.types(&cfg.type_names, per_s),
             tiers: BTreeMap::new(),
             links: BTreeMap::new(),

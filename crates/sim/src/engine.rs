@@ -218,11 +218,10 @@ impl Sim {
         self.start_workload();
         let mut interrupted = false;
         let (stall_limit, mut same_instant) = (self.stall_limit(), 0u64);
-        while let Some(t) = self.events.peek_time() {
+        while let Some((t, ev)) = self.events.pop() {
             if t > duration {
-                break;
+                break; // (the event list is not read again)
             }
-            let (t, ev) = self.events.pop().expect("peeked");
             same_instant = if t > self.now { 0 } else { same_instant + 1 };
             if same_instant > stall_limit {
                 return Err(format!(

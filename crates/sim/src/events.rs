@@ -91,10 +91,6 @@ impl EventQueue {
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
         self.heap.pop().map(|e| (e.time(), e.ev))
     }
-
-    pub fn peek_time(&self) -> Option<f64> {
-        self.heap.peek().map(Entry::time)
-    }
 }
 
 #[cfg(test)]

@@ -207,7 +207,7 @@ impl Observer {
         let span = (now - m.run.warmup).max(0.0);
         let per_s = |x: f64| rate(x, span);
         let type_names: Vec<String> = m.types.iter().map(|t| t.name.clone()).collect();
-        let overall = &self.requests.overall;
+        let overall = self.requests.overall();
         let summary = Summary {
             source: "simulation".into(),
             schema_version: SCHEMA_VERSION,

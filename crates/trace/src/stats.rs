@@ -30,6 +30,11 @@ impl Latency {
         self.sum += seconds;
     }
 
+    /// Add `other`'s recorded values (the sum is kept apart: see `RequestStats`).
+    fn merge_histogram(&mut self, other: &Latency) {
+        self.hist.add(&other.hist).expect("same bounds");
+    }
+
     /// None when nothing was recorded.
     pub fn percentiles(&self) -> Option<Percentiles> {
         let n = self.hist.len();
@@ -87,24 +92,50 @@ impl TypeStats {
     }
 }
 
-/// All requests' counters and each type's.
+/// Each type's counters, and all requests' status counts and response-time sum. The
+/// histogram of all requests is the sum of the types' (built on demand, `overall`):
+/// the same counts as recording each value twice, at half the cost per request. The
+/// sum is kept in record order so that the mean does not depend on the types' split.
 pub struct RequestStats {
-    pub overall: TypeStats,
     pub per_type: Vec<TypeStats>,
+    status: [u64; 4],
+    sum: f64,
 }
 
 impl RequestStats {
     pub fn new(types: usize) -> Self {
         RequestStats {
-            overall: TypeStats::default(),
             per_type: (0..types).map(|_| TypeStats::default()).collect(),
+            status: [0; 4],
+            sum: 0.0,
         }
     }
 
     #[inline]
     pub fn record(&mut self, ty: usize, status: Status, seconds: f64) {
-        self.overall.record(status, seconds);
+        self.status[status as usize] += 1;
+        if status == Status::Ok {
+            self.sum += seconds;
+        }
         self.per_type[ty].record(status, seconds);
+    }
+
+    /// Requests finished, whatever their status.
+    pub fn finished(&self) -> u64 {
+        self.status.iter().sum()
+    }
+
+    /// All requests' counters.
+    pub fn overall(&self) -> TypeStats {
+        let mut all = TypeStats {
+            status: self.status,
+            ..TypeStats::default()
+        };
+        for t in &self.per_type {
+            all.latency.merge_histogram(&t.latency);
+        }
+        all.latency.sum = self.sum;
+        all
     }
 
     /// `summary.types`, keyed by the types' names (in type order).
