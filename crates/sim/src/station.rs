@@ -43,7 +43,13 @@ impl Ord for TotalF64 {
 }
 
 impl Ps {
-    pub fn new(cores: u32, overhead: Vec<f64>) -> Self {
+    pub fn new(cores: u32, mut overhead: Vec<f64>) -> Self {
+        // Zero coefficients at the end add exactly nothing to the slowdown; without
+        // them the usual `overhead: 0` costs no `powi` call per rate (-4% of a nested
+        // model's instructions).
+        while overhead.last() == Some(&0.0) {
+            overhead.pop();
+        }
         Ps {
             cores: cores as f64,
             overhead,
