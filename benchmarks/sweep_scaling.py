@@ -20,10 +20,12 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
 
 
-def profile(out: Path, grid: tuple[str, str, str], *how: str) -> float:
+def profile(out: Path, grid: tuple[str, str, str | None], *how: str) -> float:
     threads, connections, duration = grid
-    cmd = [sys.executable, "-m", "tierlab.cli", "size", "profile", str(MODEL), "--out", str(out)]
-    cmd += ["--threads", threads, "--connections", connections, "--duration", duration, *how]
+    cmd = [sys.executable, "-m", "tierlab.cli", "size", "profile", str(MODEL), "--out", str(out), "--threads", threads, "--connections", connections]
+    if duration is not None:  # else the model's own run length
+        cmd += ["--duration", duration, "--warmup", str(float(duration) / 5)]
+    cmd += how
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
     return time.perf_counter() - t0
@@ -35,9 +37,9 @@ def contents(folder: Path) -> dict[str, bytes]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="a 12-point grid of short runs instead of 24 longer ones")
+    ap.add_argument("--quick", action="store_true", help="12 points of 60 s runs instead of 24 of the model's own length")
     a = ap.parse_args()
-    grid = ("5,10,20", "1,2,4,5", "60") if a.quick else ("5,10,15,20,30,50", "1,2,4,5", "120")
+    grid = ("5,10,20", "1,2,4,5", "60") if a.quick else ("5,10,15,20,30,50", "1,2,4,5", None)
     from distributed import LocalCluster
 
     with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -51,7 +53,7 @@ def main() -> None:
     res["speedup_2_workers"] = res["one_worker_s"] / res["two_workers_s"]
     res["speedup_dask"] = res["one_worker_s"] / res["dask_s"]
     res["identical_results"] = same
-    res["grid"] = {"threads": grid[0], "connections": grid[1], "duration_s": float(grid[2])}
+    res["grid"] = {"threads": grid[0], "connections": grid[1], "duration_s": grid[2] and float(grid[2])}
     for k, v in res.items():
         print(f"{k:20s} {v}")
     print(json.dumps(res))

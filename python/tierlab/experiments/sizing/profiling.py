@@ -11,6 +11,7 @@ windows are not steady states, and their request/session ratio understates L."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +35,9 @@ PAPER_M = (5, 10, 15, 20, 30, 50)
 PAPER_N = (1, 2, 4, 5, 10, 15, 20, 30, 40)
 POINT_COLUMNS = ("M", "N", "type", "count", "wait_thread", "p", "wait_db", "q_active", "q_idle", "q", "db_requests", "response_time")
 RUN_COLUMNS = ("M", "N", "seed", "offered", "served")
+# Seconds between two writes of an incomplete profile: rebuilding it after every point
+# took longer than the runs themselves on small grids and kept a second worker idle.
+CHECKPOINT_EVERY = 2.0
 
 
 @dataclass
@@ -132,8 +136,9 @@ def profile_grid(
     `bound`: sessions/s no (M, N) can serve more of (default: the model's CPU bound);
     give it for a live system, whose demands the model's tiers need not describe.
     `runner`: execute the runs elsewhere than the simulator (see `sweep`).
-    `out_dir`: the profile is written there as each point is measured (`profile.json`
-    says `"complete": false` until the last). `log`: one line per run as it ends
+    `out_dir`: the profile is written there as points are measured (every
+    CHECKPOINT_EVERY seconds at most, and after each round; `profile.json` says
+    `"complete": false` until the last). `log`: one line per run as it ends
     (`RunLog`), in place of the progress bars."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
@@ -177,6 +182,14 @@ def profile_grid(
     pilot = measure("pilot", pilots, served_requests, lambda x: f"serves {x:.2f} requests/s", **where)
     rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
     found: dict[tuple[int, int], list] = {}
+    written = -CHECKPOINT_EVERY  # the first point goes to disk at once
+
+    def checkpoint(now: bool = False) -> None:
+        nonlocal written
+        if out_dir is not None and (now or time.monotonic() - written >= CHECKPOINT_EVERY):
+            _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected).write(out_dir, complete=False)
+            written = time.monotonic()
+
     pending = list(pts)
     for round_ in range(1, max_rounds + 1):
         keys = [(pt, s) for pt in pending for s in seeds]
@@ -187,8 +200,7 @@ def profile_grid(
             latest.setdefault(pt, {})[seed] = value
             if len(latest[pt]) == len(seeds):
                 found[pt] = [latest[pt][s] for s in seeds]
-                if out_dir is not None:
-                    _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected).write(out_dir, complete=False)
+                checkpoint()
 
         measure(
             f"profiling round {round_}",
@@ -200,6 +212,8 @@ def profile_grid(
         )
         last = round_ == max_rounds
         pending = [pt for pt in pending if not last and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected]
+        if pending:
+            checkpoint(now=True)
         if lines:
             lines.bound(len(pending) * (max_rounds - round_) * len(seeds))
         if not pending:
