@@ -51,6 +51,8 @@ def test_lazy_names_resolve():
     assert tierlab.Trace.__name__ == "Trace" and callable(tierlab.read_trace)
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         _ = tierlab.nonexistent  # type: ignore[attr-defined]
+
+
 # Every command that runs a model: simulated, or on a live server.
 RUNS_A_MODEL = ["simulate", "ramp", "load", "live run", "live profile", "live validate", "size profile", "size validate", "cost simulate"]
 
