@@ -192,6 +192,22 @@ def test_sweep_is_the_same_in_process_in_workers_and_on_dask():
     assert inline[0] != inline[1]  # seeds differ
 
 
+def test_size_profile_writes_the_same_profile_with_workers_and_on_dask(tmp_path):
+    """The command a user runs (issue 19: sweeps scale): one worker, two, or a Dask
+    LocalCluster through --scheduler write the same files, byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    from tierlab.cli import cli
+
+    model = EXAMPLES / "tpcw_2tier.yaml"
+    grid = ["--threads", "5,10", "--connections", "2,5", "--duration", "300", "--warmup", "60"]
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        for name, how in {"one": ["--workers", "1"], "two": ["--workers", "2"], "dask": ["--scheduler", cluster.scheduler_address]}.items():
+            cli.main(["size", "profile", str(model), "--out", str(tmp_path / name), *grid, *how], standalone_mode=False)
+    files = {name: {p.name: p.read_bytes() for p in sorted((tmp_path / name).iterdir())} for name in ("one", "two", "dask")}
+    assert files["one"] and files["one"] == files["two"] == files["dask"]
+    assert "profile.json" in files["one"]
+
+
 def _throughput(trace) -> float:
     return trace.summary["throughput"]
 
