@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use policy::{Dispatch, Metrics, Request, WaitQueue};
+use policy::{Dispatch, Metrics, Policy, Request, WaitQueue};
 use trace::summary::{mean, DispatchSummary};
 
 use crate::engine::Sim;
@@ -19,6 +19,11 @@ pub(crate) struct Cluster {
     /// Metrics in flight to each dispatcher (summed over the others), oldest first.
     in_flight: VecDeque<Vec<Metrics>>,
     shares: bool,
+    /// One server behind one round-robin dispatcher (every tier without a `dispatch`
+    /// section): nothing to decide, so requests go straight to it without asking the
+    /// policy (-8% of an M/M/8 model's instructions, -6% of a nested one), with the
+    /// same results.
+    single: bool,
     /// Metric exchanges so far: round k happens at k × the sync interval (a sum of
     /// intervals would drift, and a round at the start of measuring go uncounted).
     rounds: u64,
@@ -36,6 +41,9 @@ impl Cluster {
     pub(crate) fn new(t: &Tier, seed: u64) -> Result<Cluster, String> {
         let d = &t.dispatch;
         let blocks = t.blocks();
+        let single = blocks.len() == 1
+            && blocks[0].len() == 1
+            && matches!(d.policy, Policy::RoundRobin { .. });
         let peers = if d.hierarchical { 0 } else { d.dispatchers - 1 };
         let dispatchers = blocks
             .iter()
@@ -57,6 +65,7 @@ impl Cluster {
                 .collect(),
             in_flight: VecDeque::new(),
             shares: peers > 0 && d.policy.shares_metrics(),
+            single,
             rounds: 0,
             migrations: 0,
             created: 0,
@@ -113,6 +122,10 @@ impl Sim {
     /// Send the request to a server of `tier`; false if it is held at the dispatcher
     /// (or was rejected there) and so does not run now.
     pub(crate) fn dispatch(&mut self, slot: u32, tier: usize) -> bool {
+        if self.clusters[tier].single {
+            self.enter_server(slot, tier, 0, 0);
+            return true;
+        }
         let d = self.dispatcher_of(slot, tier);
         let mut req = self.request_for(slot, tier, d);
         req.gap = self
@@ -178,6 +191,9 @@ impl Sim {
     /// then try the requests its queue holds.
     pub(crate) fn dispatch_done(&mut self, tier: usize, d: usize, server: usize, ty: usize) {
         let c = &mut self.clusters[tier];
+        if c.single {
+            return; // never asked, never held a request
+        }
         let k = server - self.tier_first_server[tier] - c.blocks[d].start;
         c.dispatchers[d].done(self.now, k, ty);
         self.drain_queue(tier, d);
