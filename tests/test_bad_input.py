@@ -168,3 +168,13 @@ def test_missing_trace_table(tmp_path):
     (tmp_path / "timeseries.parquet").unlink()
     with pytest.raises(tierlab.TraceError, match="missing timeseries.parquet"):
         tierlab.read_trace(tmp_path)
+
+
+def test_acquire_cpu_needs_the_tier_to_have_one_cpu():
+    def two_cpus(m):
+        m["tiers"]["app"]["pools"]["threads"]["acquire_cpu"] = 0.001
+        m["tiers"]["app"]["stations"]["cpu2"] = {"kind": "cpu"}
+        m["requests"]["A"]["app"][1]["on"] = "cpu"
+
+    msg = problems(two_cpus)
+    assert msg.count("tiers.app.pools.threads.acquire_cpu") == 1 and "tier 'app' has 2" in msg

@@ -31,3 +31,27 @@ def test_p_and_q_are_the_held_times_and_the_wait_is_apart():
     # The wait for the connection is M/D/1's: Wq = ρQ / (2(1 − ρ)) = 0.2 s.
     assert phases["wait_db"] == pytest.approx(rho * Q / (2 * (1 - rho)), rel=0.05)
     assert phases["response_time"] == pytest.approx(phases["wait_thread"] + P + phases["wait_db"] + Q, rel=1e-6)
+
+
+@pytest.mark.parametrize("caching", ["transaction", "request"])
+def test_acquisition_cost_is_paid_per_acquisition_and_counted_as_the_wait(caching):
+    """Ten uses of a connection, each after C seconds of the pool's own CPU work when a
+    connection is taken (getConnection/close): transaction-wide caching takes ten,
+    request-wide one. Everything runs on one processor-sharing CPU with Poisson arrivals,
+    so (BCMP) a request's mean time is its total demand D / (1 − λD), and the cost's
+    share of it is the cost's share of D — counted as waiting for the connection."""
+    uses, work, cost, rate = 10, 0.001, 0.002, 20.0
+    app = {
+        "pools": {"db": {"kind": "connections", "size": 100, "caching": caching, "acquire_cpu": {"exponential": cost}}},
+        "stations": {"cpu": {"kind": "cpu"}},
+    }
+    program = [{"loop": {"count": uses, "steps": [{"use": {"pool": "db", "steps": [{"cpu": {"exponential": work}}]}}]}}]
+    t = run(single_request_sessions(rate, {"app": app}, {"app": program}, duration=20_000, records=True))
+    acquisitions = uses if caching == "transaction" else 1
+    demand = uses * work + acquisitions * cost
+    slowdown = 1 / (1 - rate * demand)
+    assert t.summary["response_time"]["mean"] == pytest.approx(demand * slowdown, rel=0.04)
+    phases = request_profile(t).phases.loc["job"]
+    assert phases["db_requests"] == acquisitions
+    assert phases["wait_db"] == pytest.approx(acquisitions * cost * slowdown, rel=0.05)
+    assert phases["q_active"] == pytest.approx(uses * work * slowdown, rel=0.05)

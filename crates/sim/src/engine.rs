@@ -58,6 +58,8 @@ pub(crate) struct Frame {
     held: u64,
     /// Subset of `held`: tokens cached by the visit but not in use (after a Close).
     idle: u64,
+    /// The pool whose acquisition cost is running (bit set), counted as waiting for it.
+    opening: u64,
     phase: usize,
     since: f64,
     entered: f64,
@@ -398,6 +400,7 @@ impl Sim {
             loop_base,
             held: 0,
             idle: 0,
+            opening: 0,
             phase: OTHER,
             since: now,
             entered: now,
@@ -411,7 +414,11 @@ impl Sim {
         let r = &mut self.reqs[slot as usize];
         let f = r.frames.last_mut().expect("running request has a frame");
         let t = f.tier as usize;
-        let waiting = (r.ticket != 0 || r.retrying).then_some(1u64 << r.waiting_pool);
+        let waiting = if r.ticket != 0 || r.retrying {
+            Some(1u64 << r.waiting_pool)
+        } else {
+            (f.opening != 0).then_some(f.opening)
+        };
         let phase = match waiting {
             Some(w) if w & self.conn_mask[t] != 0 => WAIT_DB,
             Some(w) if w & self.thread_mask[t] != 0 => WAIT_THREAD,
@@ -444,13 +451,23 @@ impl Sim {
             };
             f.pc += 1;
             match ins {
+                Instr::Opening { pool, end } => {
+                    if f.held & (1 << pool) != 0 {
+                        f.pc = end;
+                    } else {
+                        f.opening = 1 << pool;
+                        self.update_phase(slot);
+                    }
+                }
                 Instr::Acquire(p) => {
+                    f.opening = 0;
                     if !self.acquire(slot, server, p) {
                         return;
                     }
                 }
                 Instr::Release(p) => self.release(slot, p),
                 Instr::Get(p) => {
+                    f.opening = 0;
                     if f.held & (1 << p) != 0 {
                         f.idle &= !(1 << p);
                         self.update_phase(slot);

@@ -213,15 +213,22 @@ pub struct RequestType {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Step {
+    /// Take a token; `cost` runs first (the pool's own work per acquisition, e.g.
+    /// getConnection()/close()), with the visit counted as waiting for the pool.
     Acquire {
         pool: usize,
+        #[serde(default)]
+        cost: Vec<Step>,
     },
     Release {
         pool: usize,
     },
-    /// JDBC's getConnection(): reuse the token this visit has cached, else acquire one.
+    /// JDBC's getConnection(): reuse the token this visit has cached, else run `cost`
+    /// and acquire one (a reused token costs nothing).
     Get {
         pool: usize,
+        #[serde(default)]
+        cost: Vec<Step>,
     },
     /// Connection.close() on the pool's wrapper: the token stays cached, idle.
     Close {
@@ -509,11 +516,15 @@ impl Model {
                 return Some((at, e));
             }
             let bad = match s {
-                Step::Acquire { pool }
-                | Step::Release { pool }
-                | Step::Get { pool }
-                | Step::Close { pool }
-                | Step::Drop { pool } => *pool >= t.pools.len(),
+                Step::Acquire { pool, cost } | Step::Get { pool, cost } => {
+                    if let Some(p) = self.steps_problem(ty, tier, cost, &at) {
+                        return Some(p);
+                    }
+                    *pool >= t.pools.len()
+                }
+                Step::Release { pool } | Step::Close { pool } | Step::Drop { pool } => {
+                    *pool >= t.pools.len()
+                }
                 Step::Cpu { station, .. } => {
                     !matches!(t.stations.get(*station), Some(Station::Cpu { .. }))
                 }

@@ -10,6 +10,12 @@ pub enum Instr {
     Acquire(u16),
     Release(u16),
     Get(u16),
+    /// About to take a token of `pool` (at `end`, its Get or Acquire): a Get whose token
+    /// is cached jumps there, anything else runs the acquisition cost that follows first.
+    Opening {
+        pool: u16,
+        end: u32,
+    },
     Close(u16),
     Drop(u16),
     Cpu {
@@ -47,9 +53,15 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
     }
     for s in steps {
         match s {
-            Step::Acquire { pool } => out.push(Instr::Acquire(*pool as u16)),
+            Step::Acquire { pool, cost } => {
+                opening(*pool as u16, cost, dists, out);
+                out.push(Instr::Acquire(*pool as u16));
+            }
             Step::Release { pool } => out.push(Instr::Release(*pool as u16)),
-            Step::Get { pool } => out.push(Instr::Get(*pool as u16)),
+            Step::Get { pool, cost } => {
+                opening(*pool as u16, cost, dists, out);
+                out.push(Instr::Get(*pool as u16));
+            }
             Step::Close { pool } => out.push(Instr::Close(*pool as u16)),
             Step::Drop { pool } => out.push(Instr::Drop(*pool as u16)),
             Step::Cpu { station, demand } => out.push(Instr::Cpu {
@@ -89,6 +101,20 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
     }
 }
 
+/// An acquisition's cost steps, behind the Opening that skips them for a cached token.
+fn opening(pool: u16, cost: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
+    if cost.is_empty() {
+        return;
+    }
+    let begin = out.len();
+    out.push(Instr::Opening { pool, end: 0 });
+    flatten(cost, dists, out);
+    out[begin] = Instr::Opening {
+        pool,
+        end: out.len() as u32,
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +135,19 @@ mod tests {
         assert!(matches!(out[2], Instr::LoopEnd { begin: 1 }));
         assert!(matches!(out[3], Instr::Call(1)));
         assert_eq!(dists.len(), 2);
+    }
+
+    #[test]
+    fn an_acquisition_cost_sits_behind_an_opening_that_lands_on_the_get() {
+        let cost = vec![Step::Delay {
+            time: Dist::Constant { value: 1.0 },
+        }];
+        let (mut dists, mut out) = (vec![], vec![]);
+        let get = |cost| Step::Get { pool: 2, cost };
+        flatten(&[get(vec![]), get(cost)], &mut dists, &mut out);
+        assert!(matches!(out[0], Instr::Get(2)));
+        assert!(matches!(out[1], Instr::Opening { pool: 2, end: 3 }));
+        assert!(matches!(out[2], Instr::Delay(_)));
+        assert!(matches!(out[3], Instr::Get(2)));
     }
 }

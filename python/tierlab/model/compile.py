@@ -34,7 +34,8 @@ from .spec import (
 
 class _Problems(list):
     def add(self, path: str, msg: str) -> None:
-        self.append((path, msg))
+        if (path, msg) not in self:  # a model-wide problem is met once per program
+            self.append((path, msg))
 
 
 def _names(d) -> str:
@@ -314,7 +315,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
                 if pool in held:
                     bad.add(p, f"pool {pool!r} is already held here; release it first (a request holds one token per pool)")
                 held.add(pool)
-                out.append({"op": "acquire", "pool": list(tier.pools).index(pool)})
+                out.append({"op": "acquire", "pool": list(tier.pools).index(pool), "cost": _acquire_cost(c, pool)})
             else:
                 if pool not in held:
                     bad.add(p, f"release of {pool!r}, which is not held at this point; acquire it earlier or remove this step")
@@ -388,10 +389,25 @@ def _block(c: _Program, s: Use | Transaction, p: str) -> list[dict]:
     steps = _steps(c, body.steps, f"{p}.{kind}.steps")
     inside.discard(body.pool)
     if kind == "use":
-        steps = [{"op": "get", **ix}, *steps, {"op": "close", **ix}]
+        steps = [{"op": "get", **ix, "cost": _acquire_cost(c, body.pool)}, *steps, {"op": "close", **ix}]
     if transaction_wide and body.pool not in c.tx:
         steps.append({"op": "drop", **ix})
     return steps
+
+
+def _acquire_cost(c: _Program, pool: str) -> list[dict]:
+    """The engine steps one acquisition of `pool` costs: its `acquire_cpu` on the tier's CPU."""
+    demand = c.m.tiers[c.tname].pools[pool].acquire_cpu
+    if demand is None:
+        return []
+    cpus = [i for i, st in enumerate(c.m.tiers[c.tname].stations.values()) if st.kind == "cpu"]
+    if len(cpus) != 1:
+        c.bad.add(
+            f"tiers.{c.tname}.pools.{pool}.acquire_cpu",
+            f"runs on the tier's CPU station, and tier {c.tname!r} has {len(cpus)}; give it exactly one or drop acquire_cpu",
+        )
+        return []
+    return [{"op": "cpu", "station": cpus[0], "demand": dist.engine(demand)}]
 
 
 def _called_tiers(steps: list) -> list[str]:

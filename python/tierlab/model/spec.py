@@ -42,6 +42,11 @@ class Pool(Strict):
         description="for `use` blocks: transaction = a token is taken and given back around each use (kept only "
         "inside a `transaction` block); request = taken at the first use and kept to the end of the request",
     )
+    acquire_cpu: Dist | None = Field(
+        None,
+        description="CPU seconds the tier spends per acquisition from the pool (e.g. getConnection() and close() "
+        "on a JDBC pool), counted as waiting for the pool; a token the request has cached costs nothing",
+    )
 
 
 class Cpu(Strict):
