@@ -152,9 +152,20 @@ def test_profiling_measures_contention_on_the_example():
     assert pts.loc[(20, 20, "SRES"), "db_requests"] == 1.0  # request-wide caching
     # Cached between accesses while the app does entity-bean work: idle; Home has no DB access.
     assert (pts.xs("SRES", level="type")["q_idle"] > 0).all() and (pts.xs("HOME", level="type")["q"] == 0).all()
+    # Contention makes more of either pool worse past a point: without it λ(M, N) would
+    # grow with both and the largest pools (20, 20) would win. The optimum is the table's
+    # largest λ, and at a profiled point λ is the paper's formula by hand.
     rates = PoolSizing(grid).rates()
     best = rates.best()
-    assert 5 <= best["M"] <= 20 and 2 <= best["N"] <= 20
+    table = rates.table.set_index(["M", "N"])["lambda"]
+    assert best["lambda"] == table.max() and 5 < best["M"] < 20 and best["N"] < 20
+    # Every profiled point has q > 0, so no interpolated Σ V·q may reach 0 (a cubic's
+    # overshoot once gave Search q < 0 at (12, 12), λ_DB = ∞ and a false optimum there).
+    assert np.isfinite(rates.table["lambda_db"]).all()
+    assert table.loc[(20, 20)] < best["lambda"]
+    V = grid.share * grid.L
+    at = pts.xs((20, 20), level=["M", "N"])
+    assert table.loc[(20, 20)] == pytest.approx(min(20 / (V * at["q"]).sum(), 20 / (V * (at["p"] + at["q"])).sum()), rel=1e-9)
 
 
 def _one_pool_model(timeout: float) -> dict:

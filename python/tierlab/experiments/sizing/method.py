@@ -9,7 +9,10 @@ over the triangular domain M ≥ N, then
 The interpolant is scipy's CloughTocher2DInterpolator: piecewise cubic and C1 over a
 Delaunay triangulation of the profiled points, so it needs no rectangular grid (the
 paper's "piecewise bicubic", on the triangle the data actually cover). Outside the
-points' convex hull nothing is extrapolated: those (M, N) are left out.
+points' convex hull nothing is extrapolated: those (M, N) are left out. A cubic can
+overshoot: on a coarse grid it gave Search a negative q at (12, 12) between measured
+0.35 and 0.56, hence an infinite λ_DB and a false optimum. Each value is therefore held
+within the range measured at the corners of its triangle.
 
 A new request mix (V_i) reuses the same p_i, q_i — the paper's assumption that they
 depend only weakly on the mix. How far a mix may move is measured by the total
@@ -66,6 +69,16 @@ class Rates:
         return math.ceil(session_rate / self.best()["lambda"] - 1e-12)
 
 
+def _within_corners(f: CloughTocher2DInterpolator, M: np.ndarray, N: np.ndarray) -> np.ndarray:
+    """f at (M, N), each value clipped to the range of the data at its triangle's corners."""
+    values = f(M, N)
+    simplex = f.tri.find_simplex(np.stack(np.broadcast_arrays(M, N), axis=-1))
+    corners = f.values[f.tri.simplices[simplex]]  # (..., 3, columns)
+    inside = (simplex >= 0)[..., None]
+    lo, hi = corners.min(axis=-2), corners.max(axis=-2)
+    return np.where(inside, np.clip(values, lo, hi), values)
+
+
 class PoolSizing:
     def __init__(self, grid: ProfileGrid):
         self.grid = grid
@@ -94,7 +107,7 @@ class PoolSizing:
         M, N = np.asarray(M, float), np.asarray(N, float)
         p, q = {}, {}
         for types, f in self._groups:
-            values = f(M, N)
+            values = _within_corners(f, M, N)
             for k, ty in enumerate(types):
                 p[ty], q[ty] = values[..., 2 * k], values[..., 2 * k + 1] * N
         return p, q
