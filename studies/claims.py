@@ -173,9 +173,10 @@ class Ledger:
     def __init__(self) -> None:
         self.claims: list[dict] = []
 
-    def check(self, claim: str, paper: Any, ours: Any, criterion: Criterion, missing: str | None = None) -> bool:
+    def check(self, claim: str, paper: Any, ours: Any, criterion: Criterion, missing: str | None = None, assumes: str | None = None) -> bool:
         """Score a prediction on the figures as computed (the ledger shows them rounded);
-        `missing` is the mechanism the model lacks, kept only on a miss."""
+        `missing` is the mechanism the model lacks, kept only on a miss; `assumes` is
+        what the prediction rests on that the paper does not give, kept always."""
         ok = bool(criterion.holds(ours, paper))
         entry = {
             "claim": claim,
@@ -184,8 +185,11 @@ class Ledger:
             "criterion": criterion.text,
             "verdict": "reproduced" if ok else "not reproduced",
         }
-        if not ok and missing:
-            entry["note"] = missing
+        note = [missing] if not ok and missing else []
+        if assumes:
+            note.append(assumes)
+        if note:
+            entry["note"] = "; ".join(note)
         self.claims.append(entry)
         return ok
 

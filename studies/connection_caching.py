@@ -38,10 +38,16 @@ POOLS = ((30, 30), (15, 5))  # the paper's (M, N), and the method's optimum for 
 CONTENDED = 0.9
 NEGLIGIBLE = 0.1
 PAPER_ACQUISITIONS = {"Search": 101, "Buy Request": 10, "Buy Confirm": 1}  # §5.2, transaction-wide
-NO_ACQUISITION_COST = (
-    "getConnection/close cost nothing in the model: a connection acquisition has no per-acquisition cost, so taking it 101 times "
-    "costs a Search no more than taking it once (issue 17, point 3)"
+# At N = M connections never run short, so the modes differ only by the acquisitions' cost.
+ACQUISITION_COST = (
+    "rests on the example's acquire_cpu (0.1 ms of app CPU per connection taken, an assumption: the paper gives no figure); "
+    "any positive cost gives the direction"
 )
+NO_WAIT_AT_N_EQUAL_M = (
+    "with N = M no request waits for a connection in the model, so the wait per acquisition is the acquisition's own CPU, "
+    "alike in both modes; what lengthened the paper's request-wide waits at N = M is not diagnosed"
+)
+TOO_SMALL = "the example's acquire_cpu (0.1 ms per connection taken, assumed) is too small to show it here"
 
 
 def _phases(trace):
@@ -142,21 +148,23 @@ def _claims(df: pd.DataFrame) -> Ledger:
             "request-wide longer",
             {k: {"request": v["request"], "transaction": v["transaction"]} for k, v in _modes(d, loads, "Search", "wait_db", per_acquisition=True).items()},
             each(decreasing()),
-            NO_ACQUISITION_COST,
+            NO_WAIT_AT_N_EQUAL_M if N == M else TOO_SMALL,
         )
         ledger.check(
             f"Search waits less for connections in all under request-wide caching (one wait instead of 101) (s), {where}, loads ≥ {CONTENDED:.0%}",
             "transaction-wide longer",
             _modes(d, loads, "Search", "wait_db"),
             each(decreasing()),
-            NO_ACQUISITION_COST,
+            TOO_SMALL,
+            ACQUISITION_COST if N == M else None,
         )
         ledger.check(
             f"Search holds its thread 'significantly' longer transaction-wide (s), {where}, loads ≥ {CONTENDED:.0%}",
             "transaction-wide longer",
             _modes(d, loads, "Search", "with_thread"),
             each(decreasing()),
-            NO_ACQUISITION_COST,
+            TOO_SMALL,
+            ACQUISITION_COST if N == M else None,
         )
         for col, what in (("wait_thread", "waits longer for a thread"), ("response", "takes longer in all")):
             ledger.check(
@@ -164,7 +172,8 @@ def _claims(df: pd.DataFrame) -> Ledger:
                 "transaction-wide longer, all types",
                 {ty: _modes(d, loads, ty, col) for ty in TYPES.values()},
                 each(each(decreasing())),
-                NO_ACQUISITION_COST,
+                TOO_SMALL,
+                ACQUISITION_COST if N == M else None,
             )
     return ledger
 

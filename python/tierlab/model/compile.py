@@ -476,8 +476,9 @@ def _walk_expected(m: Model, ty: str, tname: str, mult: float, visit) -> None:
 
 def _per_request(m: Model, mix: dict[str, float], entry: str) -> tuple[dict, float]:
     """Per request of the mix: the expected CPU-seconds at each (tier, station),
-    divided by its cores (the station's busy time; concurrency overhead not counted),
-    and the expected number of steps."""
+    divided by its cores (the station's busy time; concurrency overhead and pools'
+    `acquire_cpu` not counted, so the bound stays an upper bound), and the expected
+    number of steps."""
     demand: dict = {}
     steps = 0.0
 
