@@ -166,3 +166,16 @@ def test_littles_law_from_the_records():
     arrived = r[(r["start"] >= begin) & (r["start"] < end)]
     assert L == pytest.approx(len(arrived) / (end - begin) * arrived["response_time"].mean(), rel=0.01)
     assert L == pytest.approx(lam / (1 - lam), rel=0.05)
+
+
+@pytest.mark.parametrize("exclusive,expected", [(True, 1 / (1 - 0.7)), (False, mmc_response(5, 0.7, 1.0))])
+def test_a_lock_held_exclusively_is_one_server(exclusive, expected):
+    """A pool of 5 tokens held for an exponential second at 0.7 per second: holders that
+    take every token (writers of a readers–writer lock) queue as M/M/1 (W = 3.33 s);
+    holders of one token each (readers) as M/M/5 (W = 1.00 s)."""
+    program = [{"acquire": "lock", "exclusive": exclusive}, {"delay": {"exponential": 1.0}}, {"release": "lock"}]
+    m = single_request_sessions(0.7, {"s": {"pools": {"lock": {"size": 5}}}}, {"s": program}, duration=100_000)
+    t = run(m)
+    assert t.summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)
+    lock = t.summary["tiers"]["s"]["servers"][0]["pools"]["lock"]
+    assert lock["mean_busy"] / lock["size"] == pytest.approx(0.7 if exclusive else 0.7 / 5, rel=0.03)

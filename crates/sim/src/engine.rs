@@ -60,6 +60,8 @@ pub(crate) struct Frame {
     idle: u64,
     /// The pool whose acquisition cost is running (bit set), counted as waiting for it.
     opening: u64,
+    /// Subset of `held`: pools held exclusively (every token).
+    exclusive: u64,
     phase: usize,
     since: f64,
     entered: f64,
@@ -80,6 +82,8 @@ pub(crate) struct Req {
     /// Ticket of the pool wait in progress (0 = not waiting), and which pool.
     ticket: u64,
     waiting_pool: u16,
+    /// The wait is for every token of `waiting_pool`.
+    waiting_exclusive: bool,
     /// Waiting to retransmit a connection attempt to `waiting_pool`.
     retrying: bool,
     /// Network latency of the transfer in progress on a shared link (added when its
@@ -328,9 +332,11 @@ impl Sim {
                 let r = &self.reqs[req as usize];
                 if r.ticket == ticket {
                     let f = *r.frames.last().expect("waiting request has a frame");
-                    self.servers[f.server as usize].pools[r.waiting_pool as usize]
-                        .abandon(self.now);
+                    let p = r.waiting_pool;
+                    self.servers[f.server as usize].pools[p as usize].abandon(self.now);
                     self.abort(req, Status::Rejected);
+                    // An exclusive waiter at the head may have held back others.
+                    self.let_in(f.server as usize, p);
                 }
             }
         }
@@ -401,6 +407,7 @@ impl Sim {
             held: 0,
             idle: 0,
             opening: 0,
+            exclusive: 0,
             phase: OTHER,
             since: now,
             entered: now,
@@ -459,9 +466,9 @@ impl Sim {
                         self.update_phase(slot);
                     }
                 }
-                Instr::Acquire(p) => {
+                Instr::Acquire { pool, exclusive } => {
                     f.opening = 0;
-                    if !self.acquire(slot, server, p) {
+                    if !self.acquire(slot, server, pool, exclusive) {
                         return;
                     }
                 }
@@ -471,7 +478,7 @@ impl Sim {
                     if f.held & (1 << p) != 0 {
                         f.idle &= !(1 << p);
                         self.update_phase(slot);
-                    } else if !self.acquire(slot, server, p) {
+                    } else if !self.acquire(slot, server, p, false) {
                         return;
                     }
                 }
@@ -658,23 +665,25 @@ impl Sim {
     }
 
     /// Try to take a token; false if the request now waits (or was rejected).
-    fn acquire(&mut self, slot: u32, server: usize, p: u16) -> bool {
+    fn acquire(&mut self, slot: u32, server: usize, p: u16, exclusive: bool) -> bool {
         let tier = self.servers[server].tier;
         let spec = &self.m.tiers[tier].pools[p as usize];
         let priority = self.m.types[self.reqs[slot as usize].ty as usize].priority;
         self.next_ticket += 1;
         let ticket = self.next_ticket;
         self.reqs[slot as usize].retrying = false;
-        match self.servers[server].pools[p as usize].acquire(self.now, spec, slot, priority, ticket)
-        {
+        let pool = &mut self.servers[server].pools[p as usize];
+        let tokens = pool.tokens(exclusive);
+        match pool.acquire(self.now, spec, slot, priority, ticket, tokens) {
             Acquire::Granted => {
-                self.take(slot, p);
+                self.take(slot, p, exclusive);
                 true
             }
             Acquire::Queued => {
                 let r = &mut self.reqs[slot as usize];
                 r.ticket = ticket;
                 r.waiting_pool = p;
+                r.waiting_exclusive = exclusive;
                 if let Some(t) = spec.timeout {
                     self.events
                         .push(self.now + t, Ev::PoolTimeout { req: slot, ticket });
@@ -706,12 +715,15 @@ impl Sim {
         }
     }
 
-    /// The request now holds a token of pool `p` of its current server.
-    fn take(&mut self, slot: u32, p: u16) {
+    /// The request now holds a token (or every token) of pool `p` of its current server.
+    fn take(&mut self, slot: u32, p: u16, exclusive: bool) {
         let r = &mut self.reqs[slot as usize];
         r.ticket = 0;
         let f = r.frames.last_mut().expect("frame");
         f.held |= 1 << p;
+        if exclusive {
+            f.exclusive |= 1 << p;
+        }
         if self.conn_mask[f.tier as usize] & (1 << p) != 0 {
             r.tiers[f.tier as usize].db_requests += 1;
         }
@@ -720,20 +732,31 @@ impl Sim {
 
     fn release(&mut self, slot: u32, p: u16) {
         let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
+        let exclusive = f.exclusive & (1 << p) != 0;
         f.held &= !(1 << p);
         f.idle &= !(1 << p);
+        f.exclusive &= !(1 << p);
         let server = f.server as usize;
         self.update_phase(slot);
-        self.give_back(server, p);
+        self.give_back(server, p, exclusive);
     }
 
-    /// Return a token to its pool; the next live waiter gets it and resumes.
-    fn give_back(&mut self, server: usize, p: u16) {
-        let reqs = &self.reqs;
-        let next = self.servers[server].pools[p as usize]
-            .release(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
-        if let Some(waiter) = next {
-            self.take(waiter, p);
+    /// Return a hold's tokens to their pool, and let the waiters they free in.
+    fn give_back(&mut self, server: usize, p: u16, exclusive: bool) {
+        let pool = &mut self.servers[server].pools[p as usize];
+        pool.release(pool.tokens(exclusive));
+        self.let_in(server, p);
+    }
+
+    /// The waiters at the head of pool `p` whose tokens are free take them and resume.
+    fn let_in(&mut self, server: usize, p: u16) {
+        loop {
+            let reqs = &self.reqs;
+            let next = self.servers[server].pools[p as usize]
+                .grant(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
+            let Some(waiter) = next else { return };
+            let exclusive = self.reqs[waiter as usize].waiting_exclusive;
+            self.take(waiter, p, exclusive);
             self.events.push(self.now, Ev::Resume { req: waiter });
         }
     }
@@ -840,7 +863,7 @@ impl Sim {
         while held != 0 {
             let p = held.trailing_zeros() as u16;
             held &= held - 1;
-            self.give_back(f.server as usize, p);
+            self.give_back(f.server as usize, p, f.exclusive & (1 << p) != 0);
         }
         let ty = self.reqs[slot as usize].ty as usize;
         self.dispatch_done(

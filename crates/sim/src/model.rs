@@ -219,6 +219,9 @@ pub enum Step {
         pool: usize,
         #[serde(default)]
         cost: Vec<Step>,
+        /// Take every token (a writer's hold on a readers–writer lock).
+        #[serde(default)]
+        exclusive: bool,
     },
     Release {
         pool: usize,
@@ -516,7 +519,7 @@ impl Model {
                 return Some((at, e));
             }
             let bad = match s {
-                Step::Acquire { pool, cost } | Step::Get { pool, cost } => {
+                Step::Acquire { pool, cost, .. } | Step::Get { pool, cost } => {
                     if let Some(p) = self.steps_problem(ty, tier, cost, &at) {
                         return Some(p);
                     }

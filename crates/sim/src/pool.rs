@@ -1,6 +1,10 @@
 //! Soft, token-based resources: a counted set of tokens held exclusively, with a FIFO
 //! or priority queue of waiters. Timed-out waiters are removed lazily (skipped when
 //! they reach the head), so a timeout costs O(1).
+//!
+//! A request takes one token, or all of them (`exclusive`): a pool of size S is then a
+//! readers–writer lock for S readers (a MyISAM table lock). Waiters are served in
+//! order, so a writer at the head holds back the readers behind it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,9 +12,9 @@ use std::collections::BinaryHeap;
 use crate::model::{Discipline, Pool as Spec};
 use crate::timeavg::TimeAvg;
 
-/// A waiter: (priority, arrival order, request slot, ticket). Ordered so that the
-/// max-heap yields the lowest priority value, then the earliest arrival.
-type Waiter = (Reverse<i32>, Reverse<u64>, u32, u64);
+/// A waiter: (priority, arrival order, request slot, ticket, tokens wanted). Ordered
+/// so that the max-heap yields the lowest priority value, then the earliest arrival.
+type Waiter = (Reverse<i32>, Reverse<u64>, u32, u64, u32);
 
 pub struct Pool {
     size: u32,
@@ -98,6 +102,15 @@ impl Pool {
         self.pinned_windows = 0;
     }
 
+    /// Tokens one acquisition takes: one, or every token for an exclusive hold.
+    pub fn tokens(&self, exclusive: bool) -> u32 {
+        if exclusive {
+            self.size
+        } else {
+            1
+        }
+    }
+
     pub fn acquire(
         &mut self,
         now: f64,
@@ -105,9 +118,11 @@ impl Pool {
         req: u32,
         priority: i32,
         ticket: u64,
+        tokens: u32,
     ) -> Acquire {
-        if self.in_use < self.size {
-            self.in_use += 1;
+        // Nobody passes a live waiter: the tokens are free only if none waits.
+        if self.in_use + tokens <= self.size && self.queued == 0 {
+            self.in_use += tokens;
             self.acquired += 1;
             self.busy.set(now, self.in_use as f64);
             return Acquire::Granted;
@@ -119,7 +134,7 @@ impl Pool {
         self.arrivals += 1;
         let prio = if self.fifo { 0 } else { priority };
         self.waiters
-            .push((Reverse(prio), Reverse(self.arrivals), req, ticket));
+            .push((Reverse(prio), Reverse(self.arrivals), req, ticket, tokens));
         self.queued += 1;
         self.waited += 1;
         self.queue.set(now, self.queued as f64);
@@ -134,20 +149,41 @@ impl Pool {
         self.rejected.add();
     }
 
-    /// Return a token. `is_live(req, ticket)` tells whether a waiter still waits; the
-    /// token passes to the first live waiter, which is returned.
-    pub fn release(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
-        while let Some((_, _, req, ticket)) = self.waiters.pop() {
-            if is_live(req, ticket) {
-                self.queued -= 1;
-                self.acquired += 1;
-                self.queue.set(now, self.queued as f64);
-                return Some(req);
+    /// Give back `tokens`; then, in `grant`'s calls, the waiters at the head whose
+    /// tokens are free get them.
+    pub fn release(&mut self, tokens: u32) {
+        self.in_use -= tokens;
+    }
+
+    /// The next live waiter at the head whose tokens are free, now holding them; None
+    /// when the head must wait (or nobody does). `is_live(req, ticket)` tells whether
+    /// a waiter still waits.
+    pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
+        while let Some(&(_, _, req, ticket, tokens)) = self.waiters.peek() {
+            if !is_live(req, ticket) {
+                self.waiters.pop();
+                continue;
             }
+            if self.in_use + tokens > self.size {
+                break;
+            }
+            self.waiters.pop();
+            self.in_use += tokens;
+            self.queued -= 1;
+            self.acquired += 1;
+            self.queue.set(now, self.queued as f64);
+            return Some(req);
         }
-        self.in_use -= 1;
-        self.busy.set(now, self.in_use as f64);
+        self.settle(now);
         None
+    }
+
+    /// Record the tokens in use after a release and its grants (only if they changed,
+    /// so that a token passed straight to a waiter leaves the series untouched).
+    fn settle(&mut self, now: f64) {
+        if self.in_use as f64 != self.busy.value() {
+            self.busy.set(now, self.in_use as f64);
+        }
     }
 }
 
@@ -172,17 +208,23 @@ mod tests {
     /// in that order; request i waits on ticket 100 + i.
     fn held_with(s: &Spec, waiters: &[(u32, i32)]) -> Pool {
         let mut p = Pool::new(s);
-        assert_eq!(p.acquire(0.0, s, 0, 0, 100), Acquire::Granted);
+        assert_eq!(p.acquire(0.0, s, 0, 0, 100, 1), Acquire::Granted);
         for &(req, prio) in waiters {
             let ticket = 100 + req as u64;
-            assert_eq!(p.acquire(0.0, s, req, prio, ticket), Acquire::Queued);
+            assert_eq!(p.acquire(0.0, s, req, prio, ticket, 1), Acquire::Queued);
         }
         p
     }
 
     /// Who gets the token at each release, `is_live` deciding who still waits.
     fn grants(p: &mut Pool, is_live: impl Fn(u32, u64) -> bool) -> Vec<u32> {
-        std::iter::from_fn(|| p.release(1.0, &is_live)).collect()
+        std::iter::from_fn(|| pass_on(p, 1.0, &is_live)).collect()
+    }
+
+    /// One token given back, and whom it goes to.
+    fn pass_on(p: &mut Pool, now: f64, is_live: impl Fn(u32, u64) -> bool) -> Option<u32> {
+        p.release(1);
+        p.grant(now, is_live)
     }
 
     #[test]
@@ -191,7 +233,7 @@ mod tests {
         let mut p = held_with(&s, &[(1, 5), (2, 1), (3, 3)]);
         assert_eq!(grants(&mut p, |_, _| true), [1, 2, 3]);
         assert_eq!(
-            p.acquire(2.0, &s, 4, 0, 1),
+            p.acquire(2.0, &s, 4, 0, 1, 1),
             Acquire::Granted,
             "the token came back"
         );
@@ -224,10 +266,10 @@ mod tests {
     fn a_full_queue_or_a_zero_timeout_refuses_at_once() {
         let s = spec(Discipline::Fifo, None, Some(1));
         let mut p = held_with(&s, &[(1, 0)]);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102), Acquire::Full);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Acquire::Full);
         let s = spec(Discipline::Fifo, Some(0.0), None);
         let mut p = held_with(&s, &[]);
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101), Acquire::Full);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Full);
     }
 
     #[test]
@@ -236,16 +278,64 @@ mod tests {
         let mut p = held_with(&s, &[(1, 0)]);
         p.start_measuring(0.0);
         assert_eq!((p.acquired, p.waited), (0, 0), "the warm-up is forgotten");
-        assert_eq!(p.acquire(0.1, &s, 2, 0, 102), Acquire::Queued);
-        assert_eq!(p.acquire(0.2, &s, 3, 0, 103), Acquire::Queued);
+        assert_eq!(p.acquire(0.1, &s, 2, 0, 102, 1), Acquire::Queued);
+        assert_eq!(p.acquire(0.2, &s, 3, 0, 103, 1), Acquire::Queued);
         p.abandon(1.1); // request 2 times out
         let live = |req: u32, ticket: u64| req != 2 && ticket == 100 + req as u64;
-        assert_eq!(p.release(1.5, live), Some(1));
-        assert_eq!(p.release(1.6, live), Some(3));
-        assert_eq!(p.release(1.7, live), None);
-        assert_eq!(p.acquire(1.8, &s, 4, 0, 104), Acquire::Granted);
+        assert_eq!(pass_on(&mut p, 1.5, live), Some(1));
+        assert_eq!(pass_on(&mut p, 1.6, live), Some(3));
+        assert_eq!(pass_on(&mut p, 1.7, live), None);
+        assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Acquire::Granted);
         assert_eq!((p.acquired, p.waited, p.timed_out), (3, 2, 1));
         assert_eq!((p.rejected.total, p.rejected.take_window()), (1, 1.0));
         assert_eq!(p.busy.total_max(), 1.0);
+    }
+
+    #[test]
+    fn an_exclusive_hold_takes_every_token_and_holds_back_the_readers_behind_it() {
+        let s = Spec {
+            size: 3,
+            ..spec(Discipline::Fifo, None, None)
+        };
+        let mut p = Pool::new(&s);
+        let all = p.tokens(true);
+        assert_eq!(all, 3);
+        // Two readers share the lock; a writer waits for both; a reader after the
+        // writer waits too, although a token is free.
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Granted);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Acquire::Granted);
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, all), Acquire::Queued);
+        assert_eq!(p.acquire(0.0, &s, 4, 0, 104, 1), Acquire::Queued);
+        assert_eq!(p.acquire(0.0, &s, 5, 0, 105, 1), Acquire::Queued);
+        let live = |_: u32, _: u64| true;
+        assert_eq!(
+            pass_on(&mut p, 1.0, live),
+            None,
+            "one reader still holds it"
+        );
+        assert_eq!(pass_on(&mut p, 2.0, live), Some(3), "the writer");
+        assert_eq!(p.grant(2.0, live), None);
+        // The writer gives back all three: both readers behind it get in at once.
+        p.release(all);
+        assert_eq!(p.grant(3.0, live), Some(4));
+        assert_eq!(p.grant(3.0, live), Some(5));
+        assert_eq!(p.grant(3.0, live), None);
+        assert_eq!(p.busy.value(), 2.0);
+    }
+
+    #[test]
+    fn a_writer_that_gives_up_lets_the_readers_behind_it_in() {
+        let s = Spec {
+            size: 2,
+            ..spec(Discipline::Fifo, Some(1.0), None)
+        };
+        let mut p = Pool::new(&s);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Granted);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 2), Acquire::Queued);
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, 1), Acquire::Queued);
+        p.abandon(1.0);
+        assert_eq!(p.grant(1.0, |req, _| req != 2), Some(3));
+        assert_eq!(p.grant(1.0, |req, _| req != 2), None);
+        assert_eq!(p.busy.value(), 2.0);
     }
 }

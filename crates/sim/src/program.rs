@@ -7,7 +7,10 @@ use crate::model::Step;
 
 #[derive(Debug, Clone, Copy)]
 pub enum Instr {
-    Acquire(u16),
+    Acquire {
+        pool: u16,
+        exclusive: bool,
+    },
     Release(u16),
     Get(u16),
     /// About to take a token of `pool` (at `end`, its Get or Acquire): a Get whose token
@@ -53,9 +56,16 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
     }
     for s in steps {
         match s {
-            Step::Acquire { pool, cost } => {
+            Step::Acquire {
+                pool,
+                cost,
+                exclusive,
+            } => {
                 opening(*pool as u16, cost, dists, out);
-                out.push(Instr::Acquire(*pool as u16));
+                out.push(Instr::Acquire {
+                    pool: *pool as u16,
+                    exclusive: *exclusive,
+                });
             }
             Step::Release { pool } => out.push(Instr::Release(*pool as u16)),
             Step::Get { pool, cost } => {

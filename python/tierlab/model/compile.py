@@ -315,7 +315,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
                 if pool in held:
                     bad.add(p, f"pool {pool!r} is already held here; release it first (a request holds one token per pool)")
                 held.add(pool)
-                out.append({"op": "acquire", "pool": list(tier.pools).index(pool), "cost": _acquire_cost(c, pool)})
+                out.append({"op": "acquire", "pool": list(tier.pools).index(pool), "cost": _acquire_cost(c, pool), "exclusive": s.exclusive})
             else:
                 if pool not in held:
                     bad.add(p, f"release of {pool!r}, which is not held at this point; acquire it earlier or remove this step")

@@ -268,6 +268,11 @@ class Link(Strict):
 
 class Acquire(Strict):
     acquire: Name
+    exclusive: StrictBool = Field(
+        False,
+        description="take every token of the pool, after the holders before it: a pool of size S is then a readers–writer lock for S readers "
+        "(e.g. a MyISAM table lock: reads take one token, writes all)",
+    )
 
 
 class Release(Strict):
