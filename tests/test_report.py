@@ -22,8 +22,10 @@ from tierlab.trace.imports import jmeter, k6, locust
 from conftest import EXAMPLES, MAPPING, ROOT, live_model, running_testbed
 
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
-SIZING = ROOT / "studies" / "results" / "sizing_full" / "optimize"
-MEASURED = ROOT / "studies" / "results" / "sizing_full" / "validate_900s.json"  # size validate --json of the same study
+# `tierlab size optimize` and `size validate --json` outputs of one profile (fixtures of
+# the report's sizing section, kept as written, not study results).
+SIZING = ROOT / "tests" / "fixtures" / "sizing" / "optimize"
+MEASURED = ROOT / "tests" / "fixtures" / "sizing" / "validate.json"
 LIVE_VALIDATION = ROOT / "studies" / "results" / "live_sizing" / "validation.csv"  # with its own predicted column
 RAMP_VUS = [1, 2, 4, 6, 8, 10, 14]
 ONE_RUN = ["headline", "response-time", "types", "breakdown", "pools", "stations", "bottleneck", "fluctuations"]
