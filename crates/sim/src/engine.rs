@@ -58,11 +58,11 @@ pub(crate) struct Frame {
     held: u64,
     /// Subset of `held`: tokens cached by the visit but not in use (after a Close).
     idle: u64,
-    /// The pool whose acquisition cost is running (bit set), counted as waiting for it.
-    opening: u64,
+    /// 1 + the pool whose acquisition cost is running (0: none), counted as waiting for it.
+    opening: u8,
     /// Subset of `held`: pools held exclusively (every token).
     exclusive: u64,
-    phase: usize,
+    phase: u8,
     since: f64,
     entered: f64,
 }
@@ -408,7 +408,7 @@ impl Sim {
             idle: 0,
             opening: 0,
             exclusive: 0,
-            phase: OTHER,
+            phase: OTHER as u8,
             since: now,
             entered: now,
         });
@@ -424,7 +424,7 @@ impl Sim {
         let waiting = if r.ticket != 0 || r.retrying {
             Some(1u64 << r.waiting_pool)
         } else {
-            (f.opening != 0).then_some(f.opening)
+            (f.opening != 0).then(|| 1u64 << (f.opening - 1))
         };
         let phase = match waiting {
             Some(w) if w & self.conn_mask[t] != 0 => WAIT_DB,
@@ -434,9 +434,9 @@ impl Sim {
             _ if f.held & self.thread_mask[t] != 0 => BEFORE_DB,
             _ => OTHER,
         };
-        r.tiers[t].phases[f.phase] += now - f.since;
+        r.tiers[t].phases[f.phase as usize] += now - f.since;
         f.since = now;
-        f.phase = phase;
+        f.phase = phase as u8;
     }
 
     /// Execute the request's program until it blocks or ends.
@@ -462,7 +462,7 @@ impl Sim {
                     if f.held & (1 << pool) != 0 {
                         f.pc = end;
                     } else {
-                        f.opening = 1 << pool;
+                        f.opening = pool as u8 + 1;
                         self.update_phase(slot);
                     }
                 }

@@ -159,7 +159,11 @@ impl Pool {
     /// when the head must wait (or nobody does). `is_live(req, ticket)` tells whether
     /// a waiter still waits.
     pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
-        while let Some(&(_, _, req, ticket, tokens)) = self.waiters.peek() {
+        // Full (as after a token passed straight on): nobody fits, whoever waits.
+        while self.in_use < self.size {
+            let Some(&(_, _, req, ticket, tokens)) = self.waiters.peek() else {
+                break;
+            };
             if !is_live(req, ticket) {
                 self.waiters.pop();
                 continue;
