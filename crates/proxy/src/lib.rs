@@ -27,6 +27,7 @@ use hyper::header::HeaderValue;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use policy::Dispatch;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::task::JoinHandle;
 
@@ -53,12 +54,18 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(c: Config) -> Result<Proxy, String> {
-        let names: Vec<String> = c.backends.iter().map(|b| b.to_string()).collect();
         let peers = c.sync.as_ref().map_or(0, |s| s.peers.len());
         let policy = c
             .policy
             .build(c.backends.len(), peers, c.seed)
             .map_err(|e| format!("proxy configuration: policy: {e}"))?;
+        Self::start_with(c, policy).await
+    }
+
+    /// As [`Proxy::start`] with a policy object of the caller's instead of the
+    /// configured one (tests script a policy's answers this way).
+    pub async fn start_with(c: Config, policy: Box<dyn Dispatch>) -> Result<Proxy, String> {
+        let names: Vec<String> = c.backends.iter().map(|b| b.to_string()).collect();
         let clock = Clock::new(c.sync.as_ref().and_then(|s| s.origin_unix));
         let dispatcher = Arc::new(Dispatcher::new(
             policy,
