@@ -302,7 +302,7 @@ impl Config {
             );
         }
         if let Some(s) = &self.sync {
-            if !positive(s.interval) || !(s.delay.is_finite() && s.delay >= 0.0) {
+            if !(positive(s.interval) && s.delay.is_finite() && s.delay >= 0.0) {
                 return bad("sync", "interval must be > 0 and delay ≥ 0 seconds".into());
             }
         }

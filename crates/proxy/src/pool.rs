@@ -23,7 +23,9 @@ pub struct Upstream {
     connect_timeout: Duration,
 }
 
-/// How sending a request to a backend ended, if not with a response.
+/// How sending a request to a backend ended, if not with a response. (Boxing the
+/// handed-back request would cost an allocation on a path that is already slow.)
+#[allow(clippy::large_enum_variant)]
 pub enum Failure {
     /// The backend refused (or did not accept in time): the request is handed back.
     Refused(Request<Incoming>),
