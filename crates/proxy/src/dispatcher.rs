@@ -74,8 +74,16 @@ struct Inner {
     sessions: Sessions,
     /// Per backend: the time before which it counts as down (refused a connection).
     down_until: Vec<f64>,
+    /// Per backend: types of the picks it got while down, still open with the policy.
+    phantom: Vec<Vec<usize>>,
+    phantoms: usize,
     next_waiter: u64,
 }
+
+/// Picks per request at most, per backend, before every backend counts as down: a
+/// load-aware policy may return to a down backend a few times before its phantom load
+/// outweighs the live backends' real load.
+const PICKS_PER_BACKEND: usize = 8;
 
 pub struct Dispatcher {
     inner: Mutex<Inner>,
@@ -128,6 +136,8 @@ impl Dispatcher {
                 queue: WaitQueue::new(queue.0, queue.1),
                 sessions: Sessions::new(session_idle),
                 down_until: vec![f64::NEG_INFINITY; backends],
+                phantom: vec![Vec::new(); backends],
+                phantoms: 0,
                 next_waiter: 0,
             }),
             clock,
@@ -197,38 +207,43 @@ impl Dispatcher {
         wait.until(deadline, now).await
     }
 
-    /// Ask the policy; a pick of a down backend is held (so load-aware policies look
-    /// elsewhere), the request asked again as a new session's, and the held picks
-    /// released (`done`) once a backend is found. Ok(None): the policy holds it.
+    /// Ask the policy. A pick of a down backend stays with the policy as a request
+    /// in progress there (a phantom) until the backend's retry time, so load-aware
+    /// policies steer away from it as they would from a busy server; the request is
+    /// asked about again as a new session's. Ok(None): the policy holds it.
     fn pick_up(&self, g: &mut Inner, now: f64, mut req: Request) -> Result<Option<usize>, Refusal> {
+        if g.phantoms > 0 {
+            self.release_phantoms(g, now);
+        }
         let n = self.backends();
-        let mut held: Vec<usize> = Vec::new();
-        let mut result = Err(Refusal::NoBackend);
-        for _ in 0..n {
+        for _ in 0..PICKS_PER_BACKEND * n {
             self.stats.decisions.inc();
             match g.policy.pick(now, &req) {
-                None => {
-                    result = Ok(None);
-                    break;
-                }
-                Some(k) if g.down_until[k] <= now => {
-                    result = Ok(Some(k));
-                    break;
-                }
+                None => return Ok(None),
+                Some(k) if g.down_until[k] <= now => return Ok(Some(k)),
                 Some(k) => {
-                    held.push(k);
+                    g.phantom[k].push(req.ty);
+                    g.phantoms += 1;
                     req.home = None;
                     req.gap = None;
                 }
             }
         }
-        for k in held {
-            g.policy.done(now, k, req.ty);
+        self.stats.rejected_no_backend.inc();
+        Err(Refusal::NoBackend)
+    }
+
+    /// Backends whose retry time came: their phantom requests end (`done`).
+    fn release_phantoms(&self, g: &mut Inner, now: f64) {
+        for k in 0..self.backends() {
+            if g.down_until[k] <= now && !g.phantom[k].is_empty() {
+                let tys = std::mem::take(&mut g.phantom[k]);
+                g.phantoms -= tys.len();
+                for ty in tys {
+                    g.policy.done(now, k, ty);
+                }
+            }
         }
-        if result == Err(Refusal::NoBackend) {
-            self.stats.rejected_no_backend.inc();
-        }
-        result
     }
 
     /// Record the placement (session home, migration, counters) of `req` on `k`.

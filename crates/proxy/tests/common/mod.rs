@@ -79,6 +79,56 @@ async fn backend_with(id: usize, permits: usize) -> Backend {
     Backend { addr, seen, gate }
 }
 
+/// A backend taking `delay` per response that dies (listener and every connection
+/// closed at once, as when its process is killed) when `kill` is sent true.
+pub async fn backend_killable(
+    id: usize,
+    delay: Duration,
+) -> (Backend, tokio::sync::watch::Sender<bool>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let (kill, killed) = tokio::sync::watch::channel(false);
+    let s = Arc::clone(&seen);
+    let mut on_kill = killed.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = tokio::select! {
+                a = l.accept() => a.unwrap(),
+                _ = on_kill.changed() => return,
+            };
+            s.connections.fetch_add(1, Ordering::SeqCst);
+            let s = Arc::clone(&s);
+            let mut on_kill = killed.clone();
+            tokio::spawn(async move {
+                let svc = service_fn(move |_req: Request<Incoming>| {
+                    let s = Arc::clone(&s);
+                    async move {
+                        s.requests.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(delay).await;
+                        let mut r = Response::new(Full::new(Bytes::from(format!("backend {id}"))));
+                        r.headers_mut().insert("x-backend", id.into());
+                        Ok::<_, Infallible>(r)
+                    }
+                });
+                let conn = http1::Builder::new().serve_connection(TokioIo::new(stream), svc);
+                tokio::select! {
+                    _ = conn => {}
+                    _ = on_kill.changed() => {}
+                }
+            });
+        }
+    });
+    (
+        Backend {
+            addr,
+            seen,
+            gate: Arc::new(Semaphore::new(0)),
+        },
+        kill,
+    )
+}
+
 /// A backend that reads a request head, writes `reply` and closes the connection.
 pub async fn backend_raw(reply: &'static [u8]) -> Backend {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -167,6 +217,20 @@ impl Client {
 
     pub async fn get(&mut self, path: &str, headers: &[(&str, &str)]) -> Reply {
         self.send("GET", path, headers, Bytes::new()).await
+    }
+
+    /// The status, or None if the connection broke before a whole response came.
+    pub async fn try_get(&mut self, path: &str) -> Option<u16> {
+        let req = Request::builder()
+            .uri(path)
+            .header("host", "test")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        self.sender.ready().await.ok()?;
+        let resp = self.sender.send_request(req).await.ok()?;
+        let status = resp.status().as_u16();
+        resp.into_body().collect().await.ok()?;
+        Some(status)
     }
 
     pub async fn send(
