@@ -205,3 +205,34 @@ async fn bodies_stream_both_ways_and_hop_by_hop_headers_stay_behind() {
     assert!(out.contains("backend 0 got 5 bytes"), "{out}");
     p.shutdown().unwrap();
 }
+
+/// The real ReDAL-W policy on the wall clock, with sessions and types: it places and
+/// keeps sessions (no migration while every server is lightly loaded).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redal_w_keeps_sessions_on_the_wall_clock() {
+    let bs = [backend(0).await, backend(1).await];
+    let addrs = [bs[0].addr, bs[1].addr];
+    let redal = json!({"policy": "redal", "alpha": 0.9, "slice": 0.05, "think_time": 0.2,
+                       "window": 10, "intervals": 3, "interval": 0.05, "wait": true});
+    let p = start(&addrs, redal, json!({"types": {"names": ["a", "b"]}})).await;
+    let mut c = Client::connect(p.addr).await;
+    let mut homes = std::collections::HashMap::new();
+    for i in 0..60 {
+        let session = (i % 6).to_string();
+        let ty = if i % 2 == 0 { "a" } else { "b" };
+        let r = c
+            .get(
+                "/",
+                &[("x-tierlab-session", &session), ("x-tierlab-type", ty)],
+            )
+            .await;
+        assert_eq!(r.status, 200);
+        let home = *homes.entry(session).or_insert(r.backend().unwrap());
+        assert_eq!(r.backend(), Some(home));
+    }
+    let s = p.summary();
+    assert_eq!(s["dispatch"]["sessions_created"], 6);
+    assert_eq!(s["dispatch"]["session_migrations"], 0);
+    assert_eq!(s["dispatch"]["rejected_queue_full"], 0);
+    p.shutdown().unwrap();
+}
