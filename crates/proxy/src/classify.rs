@@ -100,7 +100,7 @@ impl Classifier {
                 None => (None, None),
             },
             (CookieMode::Follow, Some(v)) => (Some(hash(v)), None),
-            (_, None) => (None, None),
+            (CookieMode::None, _) | (_, None) => (None, None),
         };
         match from_header.or(from_cookie) {
             Some(id) => SessionKey {

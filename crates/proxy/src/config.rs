@@ -45,7 +45,8 @@ pub struct Config {
 pub struct SessionConfig {
     /// `insert`: the proxy sets its own cookie naming the server and a session id
     /// (HAProxy `cookie SRV insert`); `follow`: the application's session cookie
-    /// `cookie` names the session and the proxy remembers its server.
+    /// `cookie` names the session and the proxy remembers its server; `none`: only
+    /// the session header names a session (a request without one is anonymous).
     #[serde(default = "SessionConfig::default_mode")]
     pub mode: CookieMode,
     #[serde(default = "SessionConfig::default_cookie")]
@@ -64,6 +65,7 @@ pub struct SessionConfig {
 pub enum CookieMode {
     Insert,
     Follow,
+    None,
 }
 
 impl SessionConfig {

@@ -159,13 +159,16 @@ impl Dispatcher {
     /// A backend for the request of `session` (of type `ty`), whose home is `home` if
     /// the request says so (an inserted cookie) or else as remembered; waits in the
     /// queue while a waiting policy holds it. `first_ask` is false when the request is
-    /// asked about again after its backend refused the connection (re-dispatch).
+    /// asked about again after its backend refused the connection (re-dispatch);
+    /// `remember`: keep the session's home and arrival time (not for anonymous requests
+    /// in `none` session mode, which would only fill the table).
     pub async fn acquire(
         self: &Arc<Self>,
         session: u64,
         ty: usize,
         home: Option<usize>,
         first_ask: bool,
+        remember: bool,
     ) -> Result<Lease, Refusal> {
         let now = self.clock.now();
         let (rx, id, deadline, req) = {
@@ -178,7 +181,7 @@ impl Dispatcher {
                 gap: if first_ask { gap } else { None },
             };
             match self.pick_up(&mut g, now, req) {
-                Ok(Some(k)) => return Ok(self.lease(&mut g, now, req, k, 0.0)),
+                Ok(Some(k)) => return Ok(self.lease(&mut g, now, req, k, 0.0, remember)),
                 Err(r) => return Err(r),
                 Ok(None) => {}
             }
@@ -203,6 +206,7 @@ impl Dispatcher {
             id,
             rx: Some(rx),
             req,
+            remember,
         };
         wait.until(deadline, now).await
     }
@@ -254,6 +258,7 @@ impl Dispatcher {
         req: Request,
         k: usize,
         queued: f64,
+        remember: bool,
     ) -> Lease {
         let b = &self.stats.backends[k];
         b.active.inc();
@@ -264,7 +269,9 @@ impl Dispatcher {
         if req.home.is_none() {
             self.stats.sessions_created.inc();
         }
-        g.sessions.set(req.session, k, now);
+        if remember {
+            g.sessions.set(req.session, k, now);
+        }
         Lease {
             d: Arc::clone(self),
             placement: Placement {
@@ -348,6 +355,7 @@ struct Waiting<'a> {
     id: u64,
     rx: Option<oneshot::Receiver<Ticket>>,
     req: Request,
+    remember: bool,
 }
 
 impl Waiting<'_> {
@@ -362,7 +370,7 @@ impl Waiting<'_> {
                         Ok(Ticket::Server(k)) => {
                             let mut g = d.lock();
                             let now = d.clock.now();
-                            Ok(d.lease(&mut g, now, self.req, k, now - since))
+                            Ok(d.lease(&mut g, now, self.req, k, now - since, self.remember))
                         }
                         Ok(Ticket::Expired) | Err(_) => Err(Refusal::QueueTimeout),
                     };

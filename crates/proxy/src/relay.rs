@@ -89,9 +89,10 @@ pub async fn handle(
                 rt: d.clock.now() - t0,
             }
         };
+    let remember = key.known || state.classify.cookie_mode() != CookieMode::None;
     loop {
         let lease = match d
-            .acquire(key.id, ty, key.cookie_home, redispatched == 0)
+            .acquire(key.id, ty, key.cookie_home, redispatched == 0, remember)
             .await
         {
             Ok(l) => l,
@@ -168,7 +169,7 @@ pub async fn handle(
                     }
                 }
             }
-            CookieMode::Insert => {}
+            CookieMode::Insert | CookieMode::None => {}
         }
         let status = rparts.status.as_u16();
         let record = decision(Some(k), Some(&lease), redispatched, status, Outcome::Served);

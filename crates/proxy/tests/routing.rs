@@ -236,3 +236,18 @@ async fn redal_w_keeps_sessions_on_the_wall_clock() {
     assert_eq!(s["dispatch"]["rejected_queue_full"], 0);
     p.shutdown().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_cookies_anonymous_requests_get_no_cookie() {
+    let b = backend(0).await;
+    let p = start(
+        &[b.addr],
+        json!({"policy": "round_robin"}),
+        json!({"session": {"mode": "none"}}),
+    )
+    .await;
+    let r = get(p.addr, "/", &[]).await;
+    assert_eq!(r.status, 200);
+    assert!(r.headers.get("set-cookie").is_none());
+    p.shutdown().unwrap();
+}
