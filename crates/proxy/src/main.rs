@@ -29,8 +29,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut rt = tokio::runtime::Builder::new_multi_thread();
-    if let Some(n) = threads {
+    // One thread: the current-thread scheduler (no work-stealing bookkeeping).
+    let mut rt = match threads {
+        Some(1) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    if let Some(n) = threads.filter(|n| *n > 1) {
         rt.worker_threads(n);
     }
     let rt = match rt.enable_all().build() {
