@@ -102,9 +102,7 @@ def cpu_seconds(pid: int) -> float:
 
 def run_wrk(port: int, connections: int, duration: float, pid: int) -> dict:
     before = cpu_seconds(pid)
-    out = subprocess.run(
-        ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
-    ).stdout
+    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True).stdout
     used = cpu_seconds(pid) - before
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))

@@ -8,6 +8,29 @@ use hyper::header::{HeaderMap, HeaderName, CONNECTION, TE, TRAILER, TRANSFER_ENC
 const FIXED: [&str; 2] = ["keep-alive", "proxy-connection"];
 
 pub fn strip(headers: &mut HeaderMap) {
+    if headers.contains_key(CONNECTION) {
+        strip_named(headers);
+    }
+    for n in [CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE] {
+        headers.remove(n);
+    }
+    for n in FIXED {
+        headers.remove(n);
+    }
+    if headers.keys().any(|k| k.as_str().starts_with("proxy-")) {
+        let proxy: Vec<HeaderName> = headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("proxy-"))
+            .cloned()
+            .collect();
+        for n in proxy {
+            headers.remove(n);
+        }
+    }
+}
+
+/// The fields `Connection` names.
+fn strip_named(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(CONNECTION)
         .iter()
@@ -16,20 +39,6 @@ pub fn strip(headers: &mut HeaderMap) {
         .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
         .collect();
     for n in named {
-        headers.remove(n);
-    }
-    for n in [CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE] {
-        headers.remove(n);
-    }
-    for n in FIXED {
-        headers.remove(n);
-    }
-    let proxy: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| k.as_str().starts_with("proxy-"))
-        .cloned()
-        .collect();
-    for n in proxy {
         headers.remove(n);
     }
 }

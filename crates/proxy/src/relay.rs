@@ -67,9 +67,12 @@ pub async fn handle(
                 .insert(HOST, HeaderValue::from_str(a.as_str()).expect("valid"));
         }
     }
-    // Origin form toward the backend, whatever form the client used.
-    parts.uri = Uri::from_maybe_shared(Bytes::copy_from_slice(path.as_bytes()))
-        .unwrap_or_else(|_| Uri::from_static("/"));
+    // Origin form toward the backend, whatever form the client used (usually it
+    // already is: nothing to rebuild).
+    if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
+        parts.uri = Uri::from_maybe_shared(Bytes::copy_from_slice(path.as_bytes()))
+            .unwrap_or_else(|_| Uri::from_static("/"));
+    }
     parts.version = hyper::Version::HTTP_11;
     let mut req = Request::from_parts(parts, body);
     let mut redispatched = 0u32;

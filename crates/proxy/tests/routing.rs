@@ -203,6 +203,13 @@ async fn bodies_stream_both_ways_and_hop_by_hop_headers_stay_behind() {
     )
     .await;
     assert!(out.contains("backend 0 got 5 bytes"), "{out}");
+    // Absolute form (as sent to a forward proxy) is rewritten to origin form.
+    let out = raw(
+        p.addr,
+        b"GET http://t/abs?q=1 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert!(out.starts_with("HTTP/1.1 200"), "{out}");
     p.shutdown().unwrap();
 }
 
