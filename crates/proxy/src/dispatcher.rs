@@ -266,10 +266,11 @@ impl Dispatcher {
         if migrated {
             b.migrations.inc();
         }
-        if req.home.is_none() {
-            self.stats.sessions_created.inc();
-        }
+        // An anonymous request (`none` mode, no session header) is no session.
         if remember {
+            if req.home.is_none() {
+                self.stats.sessions_created.inc();
+            }
             g.sessions.set(req.session, k, now);
         }
         Lease {

@@ -206,6 +206,20 @@ mod tests {
         assert_eq!(decode(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7e]), None); // huge length
     }
 
+    /// ReDAL over 4 servers, h = 10 s, d = 1 s: the paper counts 4 · (2 + 10) = 48
+    /// bytes; on the wire (sender id, lengths, varints of small counts) it is 77.
+    #[test]
+    fn redal_message_size_on_the_wire_beside_the_papers_count() {
+        let m = Metrics {
+            active: vec![3; 4],
+            slice: 1000,
+            actual: vec![1; 4],
+            expected: vec![vec![2; 4]; 11],
+        };
+        assert_eq!(policy::sync_message_bytes(4, 10.0, 1.0), 48);
+        assert_eq!(encode(1, &m).len(), 77);
+    }
+
     #[test]
     fn late_messages_are_aligned_before_adding() {
         let early = Metrics {
