@@ -2,12 +2,15 @@
 (one worker, two listening ports = two backends, a fixed 200 response), the same
 client (wrk, one thread), the same connections, round robin without persistence,
 each proxy on one thread; rounds interleaved so drift hits all alike. Our proxy also
-runs `least_active` and `redal`, to price the policy. Prints a table and, on the last
-line, the figures as JSON: `ratio_vs_haproxy` (our req/s ÷ HAProxy's, round robin),
+runs `least_active` and `redal`, to price the policy. Every request carries
+`X-Tierlab-Session: K`, K uniform over `--sessions` sessions (a wrk Lua script, the
+same for every target; HAProxy ignores the header), so ReDAL's reservations are made
+and cancelled as in a session workload rather than piling up for anonymous requests
+(`--sessions 0`). Prints a table and, on the last line, the figures as JSON: `ratio_vs_haproxy` (our req/s ÷ HAProxy's, round robin),
 `cpu_us_per_request` (each proxy process's CPU, from /proc, per request) and
 `policy_overhead_us` (our CPU µs per request with the policy minus with round robin).
 
-    python benchmarks/proxy_vs_haproxy/run.py [--quick] [--connections 50] [--duration 10] [--rounds 3]
+    python benchmarks/proxy_vs_haproxy/run.py [--quick] [--connections 50] [--duration 10] [--rounds 3] [--sessions 1000]
 
 Installs nothing. Needs wrk, nginx and HAProxy (Debian:
 `apt-get install haproxy nginx-light wrk`) and builds the proxy with
@@ -100,9 +103,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
-def run_wrk(port: int, connections: int, duration: float, pid: int) -> dict:
+WRK_SCRIPT = """
+local sessions = {sessions}
+request = function()
+    return wrk.format(nil, nil, {{["X-Tierlab-Session"] = tostring(math.random(sessions))}})
+end
+"""
+
+
+def run_wrk(port: int, connections: int, duration: float, pid: int, script: Path | None) -> dict:
     before = cpu_seconds(pid)
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True).stdout
+    lua = ["-s", str(script)] if script else []
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", *lua, f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
+    ).stdout
     used = cpu_seconds(pid) - before
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
@@ -121,6 +135,7 @@ def main() -> None:
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sessions", type=int, default=1000, help="sessions named by X-Tierlab-Session; 0: anonymous requests")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     a = ap.parse_args()
     if a.quick:
@@ -151,10 +166,14 @@ def main() -> None:
                 targets[f"ours_{name}"] = (port, procs[-1].pid)
             for port, _ in targets.values():
                 wait_for(port)
+            script = None
+            if a.sessions > 0:
+                script = d / "sessions.lua"
+                script.write_text(WRK_SCRIPT.format(sessions=a.sessions))
             rows = []
             for r in range(a.rounds):
                 for name, (port, pid) in targets.items():
-                    rows.append((name, r, run_wrk(port, a.connections, a.duration, pid)))
+                    rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, script)))
         finally:
             for p in reversed(procs):
                 p.terminate()
@@ -172,6 +191,7 @@ def main() -> None:
         "duration": a.duration,
         "rounds": a.rounds,
         "threads_per_proxy": 1,
+        "sessions": a.sessions,
         "rps": {name: round(med(name, "rps"), 1) for name in targets},
         "ratio_vs_haproxy": round(med("ours_round_robin", "rps") / med("haproxy", "rps"), 3),
         "cpu_us_per_request": {"ours": round(med("ours_round_robin", "cpu_us"), 2), "haproxy": round(med("haproxy", "cpu_us"), 2)},
