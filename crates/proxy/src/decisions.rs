@@ -24,8 +24,8 @@ pub enum Outcome {
     QueueFull,
     QueueTimeout,
     NoBackend,
-    /// The client left while its request waited in the queue.
-    ClientLeft,
+    /// The client's request body broke off while it was being sent on (400).
+    ClientAborted,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -11,12 +11,12 @@ pub mod config;
 mod decisions;
 mod dispatcher;
 mod hop;
-mod pool;
 mod relay;
 mod sessions;
 mod stats;
 mod summary;
 pub mod sync;
+mod upstream;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::net::SocketAddr;
@@ -37,9 +37,9 @@ pub use decisions::{Decision, Outcome};
 use classify::Classifier;
 use decisions::DecisionLog;
 use dispatcher::{Clock, Dispatcher};
-use pool::Upstream;
 use relay::State;
 use stats::Stats;
+use upstream::Upstream;
 
 /// A running proxy.
 pub struct Proxy {

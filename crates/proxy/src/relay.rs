@@ -21,7 +21,7 @@ use crate::config::CookieMode;
 use crate::decisions::{Decision, DecisionLog, Outcome};
 use crate::dispatcher::{Dispatcher, Lease, Refusal};
 use crate::hop;
-use crate::pool::{Failure, Sender, Upstream};
+use crate::upstream::{Conn, Failure, Upstream, UpstreamBody};
 
 pub struct State {
     pub dispatcher: Arc<Dispatcher>,
@@ -115,7 +115,7 @@ pub async fn handle(
         let k = lease.placement.server;
         let up = &state.upstreams[k];
         let sent = tokio::time::timeout(state.backend_timeout, up.send(req)).await;
-        let (resp, sender) = match sent {
+        let resp = match sent {
             Ok(Ok(r)) => r,
             Ok(Err(Failure::Refused(r))) => {
                 d.mark_down(k);
@@ -123,6 +123,19 @@ pub async fn handle(
                 redispatched += 1;
                 req = r;
                 continue;
+            }
+            Ok(Err(Failure::ClientBody)) => {
+                state.log(decision(
+                    Some(k),
+                    Some(&lease),
+                    redispatched,
+                    400,
+                    Outcome::ClientAborted,
+                ));
+                return Ok(plain(
+                    StatusCode::BAD_REQUEST,
+                    "the request body broke off\n",
+                ));
             }
             Ok(Err(Failure::Lost)) => {
                 d.stats.bad_gateway.inc();
@@ -181,7 +194,6 @@ pub async fn handle(
             end: Some(End {
                 state: Arc::clone(&state),
                 lease,
-                sender,
                 record,
             }),
         };
@@ -194,18 +206,20 @@ pub async fn handle(
 pub struct End {
     state: Arc<State>,
     lease: Lease,
-    sender: Sender,
     record: Decision,
 }
 
 impl End {
-    fn finish(self, outcome: Outcome, backend_fault: bool) {
+    /// `conn`: the backend connection, if the exchange left it reusable.
+    fn finish(self, outcome: Outcome, backend_fault: bool, conn: Option<Conn>) {
         let d = &self.state.dispatcher;
         let k = self.lease.placement.server;
+        if let Some(c) = conn {
+            self.state.upstreams[k].put(c);
+        }
         match outcome {
             Outcome::Served => {
                 d.stats.backends[k].served.inc();
-                self.state.upstreams[k].put(self.sender);
             }
             _ if backend_fault => {
                 d.stats.backends[k].errors.inc();
@@ -220,9 +234,15 @@ impl End {
     }
 }
 
+/// Relay is the variant of nearly every response; boxing it would add an allocation
+/// per request to spare the rare fixed answers some bytes.
+#[allow(clippy::large_enum_variant)]
 pub enum RelayBody {
     Full(Full<Bytes>),
-    Relay { inner: Incoming, end: Option<End> },
+    Relay {
+        inner: UpstreamBody,
+        end: Option<End>,
+    },
 }
 
 impl Drop for RelayBody {
@@ -236,7 +256,7 @@ impl Drop for RelayBody {
                 } else {
                     Outcome::Truncated
                 };
-                e.finish(outcome, false);
+                e.finish(outcome, false, inner.take_conn());
             }
         }
     }
@@ -244,12 +264,12 @@ impl Drop for RelayBody {
 
 impl Body for RelayBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = std::io::Error;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
         match self.get_mut() {
             RelayBody::Full(f) => Pin::new(f).poll_frame(cx).map_err(|e| match e {}),
             RelayBody::Relay { inner, end } => {
@@ -257,17 +277,17 @@ impl Body for RelayBody {
                 match &polled {
                     Poll::Ready(None) => {
                         if let Some(e) = end.take() {
-                            e.finish(Outcome::Served, false);
+                            e.finish(Outcome::Served, false, inner.take_conn());
                         }
                     }
                     Poll::Ready(Some(Err(_))) => {
                         if let Some(e) = end.take() {
-                            e.finish(Outcome::Truncated, true);
+                            e.finish(Outcome::Truncated, true, None);
                         }
                     }
                     Poll::Ready(Some(Ok(_))) if inner.is_end_stream() => {
                         if let Some(e) = end.take() {
-                            e.finish(Outcome::Served, false);
+                            e.finish(Outcome::Served, false, inner.take_conn());
                         }
                     }
                     _ => {}

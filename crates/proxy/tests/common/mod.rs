@@ -131,6 +131,16 @@ pub async fn backend_killable(
 
 /// A backend that reads a request head, writes `reply` and closes the connection.
 pub async fn backend_raw(reply: &'static [u8]) -> Backend {
+    backend_raw_with(reply, false).await
+}
+
+/// A backend that answers every request head on a connection with `reply` and keeps
+/// the connection open (requests must have no body).
+pub async fn backend_raw_keepalive(reply: &'static [u8]) -> Backend {
+    backend_raw_with(reply, true).await
+}
+
+async fn backend_raw_with(reply: &'static [u8], keep: bool) -> Backend {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = l.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
@@ -143,14 +153,20 @@ pub async fn backend_raw(reply: &'static [u8]) -> Backend {
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
-                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                loop {
+                    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    buf.drain(..end);
+                    s.requests.fetch_add(1, Ordering::SeqCst);
+                    if stream.write_all(reply).await.is_err() || !keep {
+                        return;
                     }
                 }
-                s.requests.fetch_add(1, Ordering::SeqCst);
-                let _ = stream.write_all(reply).await;
             });
         }
     });
