@@ -114,17 +114,17 @@ pub async fn handle(
         };
         let k = lease.placement.server;
         let up = &state.upstreams[k];
-        let sent = tokio::time::timeout(state.backend_timeout, up.send(req)).await;
-        let resp = match sent {
-            Ok(Ok(r)) => r,
-            Ok(Err(Failure::Refused(r))) => {
+        let resp = match up.send(req, state.backend_timeout).await {
+            Ok(r) => r,
+            Err(Failure::Refused(r)) => {
                 d.mark_down(k);
                 d.stats.redispatches.inc();
                 redispatched += 1;
                 req = r;
                 continue;
             }
-            Ok(Err(Failure::ClientBody)) => {
+            Err(Failure::ClientBody) => {
+                d.stats.client_aborted.inc();
                 state.log(decision(
                     Some(k),
                     Some(&lease),
@@ -137,7 +137,7 @@ pub async fn handle(
                     "the request body broke off\n",
                 ));
             }
-            Ok(Err(Failure::Lost)) => {
+            Err(Failure::Lost) => {
                 d.stats.bad_gateway.inc();
                 d.stats.backends[k].errors.inc();
                 state.log(decision(
@@ -149,7 +149,7 @@ pub async fn handle(
                 ));
                 return Ok(plain(StatusCode::BAD_GATEWAY, "the backend was lost\n"));
             }
-            Err(_) => {
+            Err(Failure::Timeout) => {
                 d.stats.gateway_timeout.inc();
                 d.stats.backends[k].errors.inc();
                 state.log(decision(
@@ -221,10 +221,12 @@ impl End {
             Outcome::Served => {
                 d.stats.backends[k].served.inc();
             }
-            _ if backend_fault => {
-                d.stats.backends[k].errors.inc();
+            _ => {
+                d.stats.truncated.inc();
+                if backend_fault {
+                    d.stats.backends[k].errors.inc();
+                }
             }
-            _ => {}
         }
         let mut record = self.record;
         record.outcome = outcome;

@@ -34,6 +34,8 @@ pub struct Stats {
     pub rejected_no_backend: Counter,
     pub bad_gateway: Counter,
     pub gateway_timeout: Counter,
+    pub truncated: Counter,
+    pub client_aborted: Counter,
     pub redispatches: Counter,
     pub sync_messages: Counter,
     pub sync_datagrams: Counter,
@@ -116,6 +118,14 @@ impl Stats {
         let rejected_no_backend = counter("rejected_no_backend", "503: every backend was down");
         let bad_gateway = counter("bad_gateway", "502: sent to a backend that was lost");
         let gateway_timeout = counter("gateway_timeout", "504: the backend did not answer in time");
+        let truncated = counter(
+            "truncated",
+            "responses cut off after their head (backend or client broke off)",
+        );
+        let client_aborted = counter(
+            "client_aborted",
+            "400: the client's request body broke off while being sent on",
+        );
         let redispatches = counter(
             "redispatches",
             "requests that never reached a backend, sent to another",
@@ -155,6 +165,8 @@ impl Stats {
             rejected_no_backend,
             bad_gateway,
             gateway_timeout,
+            truncated,
+            client_aborted,
             redispatches,
             sync_messages,
             sync_datagrams,

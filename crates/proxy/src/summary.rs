@@ -41,6 +41,8 @@ pub fn of(d: &Dispatcher) -> Value {
             "rejected_no_backend": s.rejected_no_backend.get(),
             "bad_gateway": s.bad_gateway.get(),
             "gateway_timeout": s.gateway_timeout.get(),
+            "truncated": s.truncated.get(),
+            "client_aborted": s.client_aborted.get(),
             "redispatches": s.redispatches.get(),
             "sync_datagrams": s.sync_datagrams.get(),
             "sync_wire_bytes_per_datagram": mean(s.sync_wire_bytes.get() as f64, s.sync_datagrams.get()),

@@ -26,6 +26,8 @@ use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, T
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+use tokio_util::io::poll_read_buf;
 
 /// Response header fields beyond this many: the response is refused (502).
 const MAX_HEADERS: usize = 100;
@@ -34,37 +36,43 @@ const MAX_HEAD: usize = 64 * 1024;
 /// A chunk-size or trailer line longer than this is a protocol error.
 const MAX_LINE: usize = 4096;
 
-/// One keep-alive connection and the bytes read from it and not yet consumed.
+/// One keep-alive connection and its response deadline, reused across requests:
+/// pushing a timer's deadline later is cheap, whereas a new timer per request made
+/// tokio's current-thread driver write its eventfd about once per request (strace).
 pub struct Conn {
+    io: Io,
+    deadline: Pin<Box<Sleep>>,
+}
+
+/// The socket and the bytes read from it and not yet consumed.
+struct Io {
     stream: TcpStream,
     buf: BytesMut,
 }
 
 impl Conn {
-    /// Read more into the buffer; false at end of stream.
+    /// Still usable: nothing unread, and the backend has not closed it while idle.
+    fn is_fresh(&self) -> bool {
+        let mut probe = [0u8; 1];
+        self.io.buf.is_empty()
+            && matches!(self.io.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+    }
+}
+
+impl Io {
+    /// Read more into the buffer; false at end of stream. Through `AsyncRead`, which
+    /// takes a short read as "drained" (no probing read that fails with EAGAIN: one
+    /// syscall per request less than `poll_read_ready` + `try_read_buf`, by strace).
     fn poll_fill(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<bool>> {
         if self.buf.capacity() - self.buf.len() < 4096 {
             self.buf.reserve(16 * 1024);
         }
-        loop {
-            ready!(self.stream.poll_read_ready(cx))?;
-            match self.stream.try_read_buf(&mut self.buf) {
-                Ok(n) => return Poll::Ready(Ok(n > 0)),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                Err(e) => return Poll::Ready(Err(e)),
-            }
-        }
+        let n = ready!(poll_read_buf(Pin::new(&mut self.stream), cx, &mut self.buf))?;
+        Poll::Ready(Ok(n > 0))
     }
 
     async fn fill(&mut self) -> io::Result<bool> {
         std::future::poll_fn(|cx| self.poll_fill(cx)).await
-    }
-
-    /// Still usable: nothing unread, and the backend has not closed it while idle.
-    fn is_fresh(&self) -> bool {
-        let mut probe = [0u8; 1];
-        self.buf.is_empty()
-            && matches!(self.stream.try_read(&mut probe), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
     }
 }
 
@@ -85,6 +93,8 @@ pub enum Failure {
     Lost,
     /// The client's request body broke off (the client is gone or lied about it).
     ClientBody,
+    /// No response head within the backend timeout.
+    Timeout,
 }
 
 impl Upstream {
@@ -122,19 +132,27 @@ impl Upstream {
             .ok()?;
         stream.set_nodelay(true).ok()?;
         Some(Conn {
-            stream,
-            buf: BytesMut::with_capacity(16 * 1024),
+            io: Io {
+                stream,
+                buf: BytesMut::with_capacity(16 * 1024),
+            },
+            deadline: Box::pin(tokio::time::sleep(Duration::ZERO)),
         })
     }
 
-    /// Send `req` and read the response head; the body streams from the connection.
-    pub async fn send(&self, req: Request<Incoming>) -> Result<Response<UpstreamBody>, Failure> {
+    /// Send `req` and read the response head within `timeout`; the body streams from
+    /// the connection.
+    pub async fn send(
+        &self,
+        req: Request<Incoming>,
+        timeout: Duration,
+    ) -> Result<Response<UpstreamBody>, Failure> {
         let head_only = req.body().is_end_stream();
         let length = req.body().size_hint().exact();
         let head = request_head(&req, self.addr, head_only, length);
         let head_request = req.method() == Method::HEAD;
         let pooled = match self.take_idle() {
-            Some(mut c) => match c.stream.write_all(&head).await {
+            Some(mut c) => match c.io.stream.write_all(&head).await {
                 Ok(()) => Some(c),
                 // The backend closed it while idle: nothing was taken, try a fresh one.
                 Err(_) => None,
@@ -148,15 +166,29 @@ impl Upstream {
                 None => return Err(Failure::Refused(req)),
             },
         };
-        if !head_only {
-            write_body(&mut conn.stream, req.into_body(), length.is_none()).await?;
-        }
-        read_head(conn, head_request).await.ok_or(Failure::Lost)
+        conn.deadline.as_mut().reset(Instant::now() + timeout);
+        let Conn { io, deadline } = &mut conn;
+        let exchange = async {
+            if !head_only {
+                write_body(&mut io.stream, req.into_body(), length.is_none()).await?;
+            }
+            read_head(io, head_request).await.ok_or(Failure::Lost)
+        };
+        let (resp, len, keep_alive) = tokio::select! {
+            r = exchange => r?,
+            _ = deadline.as_mut() => return Err(Failure::Timeout),
+        };
+        let body = UpstreamBody {
+            conn: Some(conn),
+            len,
+            keep_alive,
+        };
+        Ok(resp.map(|()| body))
     }
 
     async fn fresh(&self, head: &[u8]) -> Option<Conn> {
         let mut c = self.connect().await?;
-        c.stream.write_all(head).await.ok()?;
+        c.io.stream.write_all(head).await.ok()?;
         Some(c)
     }
 }
@@ -229,30 +261,25 @@ async fn write_body(
 
 /// Read and parse the response head (skipping 1xx interim responses); None if the
 /// connection ends first or the head is not valid HTTP/1.1.
-async fn read_head(mut conn: Conn, head_request: bool) -> Option<Response<UpstreamBody>> {
+async fn read_head(io: &mut Io, head_request: bool) -> Option<(Response<()>, Len, bool)> {
     loop {
         let parsed = {
             let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
             let mut r = httparse::Response::new(&mut headers);
-            match r.parse(&conn.buf).ok()? {
+            match r.parse(&io.buf).ok()? {
                 httparse::Status::Partial => None,
                 httparse::Status::Complete(n) => Some((n, build(&r, head_request)?)),
             }
         };
         match parsed {
-            Some((n, Some((resp, len, keep_alive)))) => {
-                conn.buf.advance(n);
-                let body = UpstreamBody {
-                    conn: Some(conn),
-                    len,
-                    keep_alive,
-                };
-                return Some(resp.map(|()| body));
+            Some((n, Some(head))) => {
+                io.buf.advance(n);
+                return Some(head);
             }
-            Some((n, None)) => conn.buf.advance(n), // 1xx: the real response follows
-            None if conn.buf.len() >= MAX_HEAD => return None,
+            Some((n, None)) => io.buf.advance(n), // 1xx: the real response follows
+            None if io.buf.len() >= MAX_HEAD => return None,
             None => {
-                if !conn.fill().await.ok()? {
+                if !io.fill().await.ok()? {
                     return None;
                 }
             }
@@ -367,11 +394,11 @@ impl UpstreamBody {
             .conn
             .as_mut()
             .ok_or_else(|| broken("read after the end"))?;
-        if conn.buf.is_empty() && !ready!(conn.poll_fill(cx))? {
+        if conn.io.buf.is_empty() && !ready!(conn.io.poll_fill(cx))? {
             return Poll::Ready(Ok(None));
         }
-        let n = (conn.buf.len() as u64).min(max) as usize;
-        Poll::Ready(Ok(Some(conn.buf.split_to(n).freeze())))
+        let n = (conn.io.buf.len() as u64).min(max) as usize;
+        Poll::Ready(Ok(Some(conn.io.buf.split_to(n).freeze())))
     }
 
     /// A CRLF-terminated line from the buffer (without it), reading more as needed.
@@ -381,15 +408,15 @@ impl UpstreamBody {
             .as_mut()
             .ok_or_else(|| broken("read after the end"))?;
         loop {
-            if let Some(i) = conn.buf.windows(2).position(|w| w == b"\r\n") {
-                let line = conn.buf.split_to(i).freeze();
-                conn.buf.advance(2);
+            if let Some(i) = conn.io.buf.windows(2).position(|w| w == b"\r\n") {
+                let line = conn.io.buf.split_to(i).freeze();
+                conn.io.buf.advance(2);
                 return Poll::Ready(Ok(line));
             }
-            if conn.buf.len() > MAX_LINE {
+            if conn.io.buf.len() > MAX_LINE {
                 return Poll::Ready(Err(broken("chunk line too long")));
             }
-            if !ready!(conn.poll_fill(cx))? {
+            if !ready!(conn.io.poll_fill(cx))? {
                 return Poll::Ready(Err(broken("closed inside a chunked body")));
             }
         }

@@ -79,6 +79,7 @@ async fn a_killed_backend_loses_no_request_silently() {
     assert_eq!(s["proxy"]["requests"], total);
     assert_eq!(served, n("200"), "{s:#}");
     assert_eq!(s["proxy"]["bad_gateway"], n("502"));
+    assert_eq!(s["proxy"]["truncated"], n("broken"));
     let refused = ["rejected_queue_full", "rejected_queue_timeout"]
         .iter()
         .map(|k| s["dispatch"][k].as_u64().unwrap())

@@ -261,3 +261,20 @@ async fn without_cookies_anonymous_requests_get_no_cookie() {
     assert!(r.headers.get("set-cookie").is_none());
     p.shutdown().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backend_that_does_not_answer_in_time_gives_a_counted_504() {
+    let b = backend_gated(0).await;
+    let p = start(
+        &[b.addr],
+        json!({"policy": "round_robin"}),
+        json!({"limits": {"backend_timeout": 0.3}}),
+    )
+    .await;
+    assert_eq!(get(p.addr, "/", &[]).await.status, 504);
+    let s = p.summary();
+    assert_eq!(s["proxy"]["gateway_timeout"], 1);
+    assert_eq!(s["proxy"]["backends"][0]["errors"], 1);
+    assert_eq!(s["proxy"]["backends"][0]["active"], 0);
+    p.shutdown().unwrap();
+}
