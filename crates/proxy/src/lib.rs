@@ -7,6 +7,7 @@
 
 mod admin;
 mod classify;
+mod coarse_timer;
 pub mod config;
 mod decisions;
 mod dispatcher;
@@ -26,7 +27,7 @@ use std::time::Duration;
 use hyper::header::HeaderValue;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use policy::Dispatch;
 use tokio::net::{TcpListener, UdpSocket};
 use tokio::task::JoinHandle;
@@ -35,6 +36,7 @@ pub use config::Config;
 pub use decisions::{Decision, Outcome};
 
 use classify::Classifier;
+use coarse_timer::CoarseTimer;
 use decisions::DecisionLog;
 use dispatcher::{Clock, Dispatcher};
 use relay::State;
@@ -189,10 +191,13 @@ impl Proxy {
     }
 }
 
+/// How late the header-read timeout may fire (see `coarse_timer`).
+const HEADER_TIMER_RESOLUTION: Duration = Duration::from_millis(100);
+
 async fn serve(listener: TcpListener, state: Arc<State>, limits: config::Limits) {
     let mut builder = http1::Builder::new();
     builder
-        .timer(TokioTimer::new())
+        .timer(CoarseTimer::start(HEADER_TIMER_RESOLUTION))
         .keep_alive(true)
         .header_read_timeout(Duration::from_secs_f64(limits.header_timeout))
         .max_buf_size(limits.max_header_bytes);
