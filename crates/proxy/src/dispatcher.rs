@@ -107,6 +107,31 @@ pub struct Lease {
     d: Arc<Dispatcher>,
     pub placement: Placement,
     ty: usize,
+    session: u64,
+    remember: bool,
+    reached: bool,
+}
+
+impl Lease {
+    /// The request was written to the backend: the session's home moves there, and
+    /// a new session or a migration is counted (not for a refused connection, which
+    /// the request never crossed). Anonymous requests are no session.
+    pub fn reached(&mut self) {
+        if std::mem::replace(&mut self.reached, true) {
+            return;
+        }
+        let (p, s) = (&self.placement, &self.d.stats);
+        if p.migrated {
+            s.backends[p.server].migrations.inc();
+        }
+        if self.remember {
+            if p.home.is_none() {
+                s.sessions_created.inc();
+            }
+            let now = self.d.clock.now();
+            self.d.lock().sessions.set(self.session, p.server, now);
+        }
+    }
 }
 
 impl Drop for Lease {
@@ -181,7 +206,7 @@ impl Dispatcher {
                 gap: if first_ask { gap } else { None },
             };
             match self.pick_up(&mut g, now, req) {
-                Ok(Some(k)) => return Ok(self.lease(&mut g, now, req, k, 0.0, remember)),
+                Ok(Some(k)) => return Ok(self.lease(req, k, 0.0, remember)),
                 Err(r) => return Err(r),
                 Ok(None) => {}
             }
@@ -250,38 +275,22 @@ impl Dispatcher {
         }
     }
 
-    /// Record the placement (session home, migration, counters) of `req` on `k`.
-    fn lease(
-        self: &Arc<Self>,
-        g: &mut Inner,
-        now: f64,
-        req: Request,
-        k: usize,
-        queued: f64,
-        remember: bool,
-    ) -> Lease {
-        let b = &self.stats.backends[k];
-        b.active.inc();
-        let migrated = req.home.is_some_and(|h| h != k);
-        if migrated {
-            b.migrations.inc();
-        }
-        // An anonymous request (`none` mode, no session header) is no session.
-        if remember {
-            if req.home.is_none() {
-                self.stats.sessions_created.inc();
-            }
-            g.sessions.set(req.session, k, now);
-        }
+    /// The lease of `req` on `k`: in progress there; sessions are booked once the
+    /// request reaches it ([`Lease::reached`]).
+    fn lease(self: &Arc<Self>, req: Request, k: usize, queued: f64, remember: bool) -> Lease {
+        self.stats.backends[k].active.inc();
         Lease {
             d: Arc::clone(self),
             placement: Placement {
                 server: k,
                 home: req.home,
-                migrated,
+                migrated: req.home.is_some_and(|h| h != k),
                 queued,
             },
             ty: req.ty,
+            session: req.session,
+            remember,
+            reached: false,
         }
     }
 
@@ -369,9 +378,8 @@ impl Waiting<'_> {
                     self.rx = None;
                     return match t {
                         Ok(Ticket::Server(k)) => {
-                            let mut g = d.lock();
-                            let now = d.clock.now();
-                            Ok(d.lease(&mut g, now, self.req, k, now - since, self.remember))
+                            let queued = d.clock.now() - since;
+                            Ok(d.lease(self.req, k, queued, self.remember))
                         }
                         Ok(Ticket::Expired) | Err(_) => Err(Refusal::QueueTimeout),
                     };

@@ -112,9 +112,14 @@ pub async fn handle(
                 return Ok(resp);
             }
         };
+        let mut lease = lease;
         let k = lease.placement.server;
         let up = &state.upstreams[k];
-        let resp = match up.send(req, state.backend_timeout).await {
+        let sent = up.send(req, state.backend_timeout).await;
+        if !matches!(sent, Err(Failure::Refused(_))) {
+            lease.reached();
+        }
+        let resp = match sent {
             Ok(r) => r,
             Err(Failure::Refused(r)) => {
                 d.mark_down(k);

@@ -123,8 +123,11 @@ async fn refused_backend_is_skipped_and_its_request_redispatched() {
     }
     assert_eq!(served[0], 0);
     let s = p.summary();
-    // Refused once, then marked down (retried only after 600 s): one re-dispatch.
+    // Refused once, then marked down (retried only after 600 s): one re-dispatch,
+    // and no migration — the refused request's session never lived on the dead one.
     assert_eq!(s["proxy"]["redispatches"], 1);
+    assert_eq!(s["dispatch"]["sessions_created"], 12);
+    assert_eq!(s["dispatch"]["session_migrations"], 0);
     assert_eq!(s["proxy"]["bad_gateway"], 0);
     assert_eq!(s["proxy"]["backends"][0]["errors"], 1);
     let m = p.metrics_text();
