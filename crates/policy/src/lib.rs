@@ -52,6 +52,13 @@ pub trait Dispatch: Send {
     fn message_bytes(&self) -> usize {
         0
     }
+
+    /// Whether `server` may take requests now, as the policy judges its load (ReDAL's
+    /// throughput-slope test); true for policies that judge nothing. For observers
+    /// (the proxy's `/metrics`): it changes no state.
+    fn dispatchable(&self, _server: usize) -> bool {
+        true
+    }
 }
 
 /// Index of the smallest `key` among `candidates`; ties go to the first candidate at

@@ -37,6 +37,14 @@ impl<T> WaitQueue<T> {
         self.items.drain(..n).map(|(t, _)| t).collect()
     }
 
+    /// Keep only the items `keep` accepts, in order (a client that left while queued
+    /// leaves the queue); returns how many were removed.
+    pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) -> usize {
+        let before = self.items.len();
+        self.items.retain(|(t, _)| keep(t));
+        before - self.items.len()
+    }
+
     pub fn front(&self) -> Option<&T> {
         self.items.front().map(|(t, _)| t)
     }
@@ -70,5 +78,9 @@ mod tests {
         assert_eq!(q.pop_front(), Some('b'));
         assert_eq!(q.expire(3.0), vec!['d']);
         assert!(q.is_empty());
+        q.push(4.0, 'e').unwrap();
+        q.push(4.1, 'f').unwrap();
+        assert_eq!(q.retain(|c| *c != 'e'), 1);
+        assert_eq!(q.expire(5.1), vec!['f']); // deadlines stay in order
     }
 }

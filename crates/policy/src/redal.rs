@@ -343,6 +343,10 @@ impl Dispatch for Redal {
     fn message_bytes(&self) -> usize {
         sync_message_bytes(self.load.servers(), self.cfg.think_time, self.cfg.slice)
     }
+
+    fn dispatchable(&self, server: usize) -> bool {
+        Redal::dispatchable(self, server)
+    }
 }
 
 #[cfg(test)]

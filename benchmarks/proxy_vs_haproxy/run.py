@@ -1,0 +1,206 @@
+"""Our dispatcher proxy vs HAProxy, side by side in one run: the same nginx backend
+(one worker, two listening ports = two backends, a fixed 200 response), the same
+client (wrk, one thread), the same connections, round robin without persistence,
+each proxy on one thread; rounds interleaved so drift hits all alike. Our proxy also
+runs `least_active` and `redal`, to price the policy. Every request carries
+`X-Tierlab-Session: K`, K uniform over `--sessions` sessions (a wrk Lua script, the
+same for every target; HAProxy ignores the header), so ReDAL's reservations are made
+and cancelled as in a session workload rather than piling up for anonymous requests
+(`--sessions 0`). Prints a table and, on the last line, the figures as JSON: `ratio_vs_haproxy` (our req/s ÷ HAProxy's, round robin),
+`cpu_us_per_request` (each proxy process's CPU, from /proc, per request) and
+`policy_overhead_us` (our CPU µs per request with the policy minus with round robin).
+
+    python benchmarks/proxy_vs_haproxy/run.py [--quick] [--connections 50] [--duration 10] [--rounds 3] [--sessions 1000]
+
+Installs nothing. Needs wrk, nginx and HAProxy (Debian:
+`apt-get install haproxy nginx-light wrk`) and builds the proxy with
+`cargo build --release -p tierlab-proxy` (cargo's own cache, nothing system-wide).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+error_log {prefix}/error.log;
+pid {prefix}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 10000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {prefix}/body;
+    server {{
+        listen 127.0.0.1:{p1} backlog=4096;
+        listen 127.0.0.1:{p2} backlog=4096;
+        location / {{ return 200 "hello, tierlab\\n"; }}
+    }}
+}}
+"""
+HAPROXY_CONF = """
+global
+    nbthread 1
+    maxconn 4000
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    option http-keep-alive
+    http-reuse always
+frontend f
+    bind 127.0.0.1:{port}
+    default_backend b
+backend b
+    balance roundrobin
+    server s1 127.0.0.1:{p1}
+    server s2 127.0.0.1:{p2}
+"""
+# The model's defaults for redal (tierlab.model.spec.RedalDispatch), without waiting.
+POLICIES = {
+    "round_robin": {"policy": "round_robin"},
+    "least_active": {"policy": "least_active"},
+    "redal": {"policy": "redal", "alpha": 0.9, "slice": 1.0, "think_time": 10.0, "window": 100, "intervals": 5, "interval": 1.0, "wait": False},
+}
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port: int, within: float = 10.0) -> None:
+    end = time.monotonic() + within
+    while time.monotonic() < end:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"nothing opened port {port} within {within} s")
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (and its threads) from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+WRK_SCRIPT = """
+local sessions = {sessions}
+request = function()
+    return wrk.format(nil, nil, {{["X-Tierlab-Session"] = tostring(math.random(sessions))}})
+end
+"""
+
+
+def run_wrk(port: int, connections: int, duration: float, pid: int, script: Path | None) -> dict:
+    before = cpu_seconds(pid)
+    lua = ["-s", str(script)] if script else []
+    out = subprocess.run(
+        ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", *lua, f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
+    ).stdout
+    used = cpu_seconds(pid) - before
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "requests": total,
+        "errors": errors + (int(non2xx.group(1)) if non2xx else 0),
+        "cpu_us": 1e6 * used / max(total, 1),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="2 rounds of 3 s: a smoke run of about a minute")
+    ap.add_argument("--connections", type=int, default=50)
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sessions", type=int, default=1000, help="sessions named by X-Tierlab-Session; 0: anonymous requests")
+    ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    a = ap.parse_args()
+    if a.quick:
+        a.duration, a.rounds = 3.0, 2
+    for tool in ("wrk", "nginx", "haproxy", "cargo"):
+        if shutil.which(tool) is None:
+            sys.exit(f"{tool} not found: apt-get install haproxy nginx-light wrk (and a Rust toolchain)")
+    subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "tierlab-proxy"], cwd=ROOT, check=True)
+    binary = ROOT / "target" / "release" / "tierlab-proxy"
+    p1, p2 = free_port(), free_port()
+    procs: list[subprocess.Popen] = []
+    targets: dict[str, tuple[int, int]] = {}  # name → (port, pid)
+    with tempfile.TemporaryDirectory() as prefix:
+        d = Path(prefix)
+        try:
+            (d / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, p1=p1, p2=p2))
+            procs.append(subprocess.Popen(["nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"], stderr=subprocess.DEVNULL))
+            wait_for(p1)
+            port = free_port()
+            (d / "haproxy.cfg").write_text(HAPROXY_CONF.format(port=port, p1=p1, p2=p2))
+            procs.append(subprocess.Popen(["haproxy", "-db", "-f", str(d / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            targets["haproxy"] = (port, procs[-1].pid)
+            for name, policy in POLICIES.items():
+                port = free_port()
+                conf = {"listen": f"127.0.0.1:{port}", "backends": [f"127.0.0.1:{p1}", f"127.0.0.1:{p2}"], "policy": policy, "session": {"mode": "none"}}
+                (d / f"{name}.json").write_text(json.dumps(conf))
+                procs.append(subprocess.Popen([str(binary), str(d / f"{name}.json"), "--threads", "1"], stderr=subprocess.DEVNULL))
+                targets[f"ours_{name}"] = (port, procs[-1].pid)
+            for port, _ in targets.values():
+                wait_for(port)
+            script = None
+            if a.sessions > 0:
+                script = d / "sessions.lua"
+                script.write_text(WRK_SCRIPT.format(sessions=a.sessions))
+            rows = []
+            for r in range(a.rounds):
+                for name, (port, pid) in targets.items():
+                    rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, script)))
+        finally:
+            for p in reversed(procs):
+                p.terminate()
+            for p in procs:
+                p.wait(timeout=10)
+    print(f"{'target':18} {'round':>5} {'req/s':>10} {'requests':>10} {'errors':>7} {'CPU µs/req':>10}")
+    for name, r, m in rows:
+        print(f"{name:18} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_us']:>10.2f}")
+
+    def med(name: str, k: str) -> float:
+        return statistics.median(m[k] for t, _, m in rows if t == name)
+
+    result = {
+        "connections": a.connections,
+        "duration": a.duration,
+        "rounds": a.rounds,
+        "threads_per_proxy": 1,
+        "sessions": a.sessions,
+        "rps": {name: round(med(name, "rps"), 1) for name in targets},
+        "ratio_vs_haproxy": round(med("ours_round_robin", "rps") / med("haproxy", "rps"), 3),
+        "cpu_us_per_request": {"ours": round(med("ours_round_robin", "cpu_us"), 2), "haproxy": round(med("haproxy", "cpu_us"), 2)},
+        "policy_overhead_us": {p: round(med(f"ours_{p}", "cpu_us") - med("ours_round_robin", "cpu_us"), 2) for p in ("redal", "least_active")},
+        "errors": {name: sum(m["errors"] for t, _, m in rows if t == name) for name in targets},
+    }
+    a.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+//! The per-request decision log: one JSON object per line, written by a thread of its
+//! own so a slow disk never stalls a request (format in README.md). The Python side
+//! folds it into the live trace.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::thread::JoinHandle;
+
+use serde::Serialize;
+
+/// How a request ended at the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The backend's response was relayed completely.
+    Served,
+    /// The response began but the backend or the client broke off.
+    Truncated,
+    BadGateway,
+    GatewayTimeout,
+    QueueFull,
+    QueueTimeout,
+    NoBackend,
+    /// The client's request body broke off while it was being sent on (400).
+    ClientAborted,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Decision {
+    /// Seconds (proxy clock) the request arrived.
+    pub t: f64,
+    pub session: u64,
+    #[serde(rename = "type")]
+    pub ty: usize,
+    /// Backend index (config order); null if none was reached.
+    pub server: Option<usize>,
+    pub home: Option<usize>,
+    pub migrated: bool,
+    /// Seconds spent in the wait queue.
+    pub queued: f64,
+    /// Backends that refused the connection before one took the request.
+    pub redispatched: u32,
+    /// HTTP status sent to the client (0 if none could be).
+    pub status: u16,
+    pub outcome: Outcome,
+    /// Seconds from arrival to the end of the response (or the refusal).
+    pub rt: f64,
+}
+
+pub struct DecisionLog {
+    tx: Mutex<Option<mpsc::Sender<Decision>>>,
+    writer: Mutex<Option<JoinHandle<std::io::Result<()>>>>,
+}
+
+impl DecisionLog {
+    pub fn create(path: &Path) -> Result<DecisionLog, String> {
+        let file =
+            File::create(path).map_err(|e| format!("decisions log {}: {e}", path.display()))?;
+        let (tx, rx) = mpsc::channel::<Decision>();
+        let writer = std::thread::spawn(move || {
+            let mut out = BufWriter::new(file);
+            for d in rx {
+                serde_json::to_writer(&mut out, &d)?;
+                out.write_all(b"\n")?;
+            }
+            out.flush()
+        });
+        Ok(DecisionLog {
+            tx: Mutex::new(Some(tx)),
+            writer: Mutex::new(Some(writer)),
+        })
+    }
+
+    pub fn write(&self, d: Decision) {
+        if let Some(tx) = self.tx.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            // Fails only once closed at shutdown, when no request is left to log.
+            let _ = tx.send(d);
+        }
+    }
+
+    /// Flush and close: every decision sent so far is on disk when this returns.
+    pub fn close(&self) -> Result<(), String> {
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+        match self.writer.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(w) => w
+                .join()
+                .map_err(|_| "decisions log writer panicked".to_string())?
+                .map_err(|e| format!("decisions log: {e}")),
+            None => Ok(()),
+        }
+    }
+}
