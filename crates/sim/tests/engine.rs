@@ -3,65 +3,11 @@
 //! splits and determinism. (The Python suite checks the same engine through the model
 //! compiler; these let `cargo test` and `cargo mutants` judge the engine alone.)
 
-use serde_json::{json, Value};
+mod common;
+
+use common::*;
+use serde_json::json;
 use trace::Output;
-
-fn exp(mean: f64) -> Value {
-    json!({"kind": "exponential", "mean": mean, "max": null})
-}
-
-fn constant(value: f64) -> Value {
-    json!({"kind": "constant", "value": value})
-}
-
-fn pool(name: &str, size: u32, timeout: Option<f64>) -> Value {
-    json!({"name": name, "kind": "other", "size": size, "timeout": timeout,
-           "max_queue": null, "discipline": "fifo", "retransmit": null})
-}
-
-fn tier(name: &str, servers: u32, pools: Value, stations: Value) -> Value {
-    json!({
-        "name": name, "servers": servers,
-        "dispatch": {"policy": {"policy": "round_robin", "weights": []}, "dispatchers": 1,
-                     "hierarchical": false, "sync_interval": 0.05, "sync_delay": 0.0,
-                     "queue": 1000, "queue_timeout": 10.0},
-        "stateful": false, "gc": null, "pools": pools, "stations": stations,
-    })
-}
-
-/// One tier, one request type running `program`; sessions of one request arriving as
-/// a Poisson stream of `rate` per second.
-fn open_model(rate: f64, tier: Value, program: Value, duration: f64) -> Value {
-    json!({
-        "tiers": [tier], "links": [],
-        "types": [{"name": "job", "priority": 0, "programs": [program]}],
-        "workload": {
-            "entry_tier": 0,
-            "population": {"kind": "open", "session_rate": rate},
-            "chain": {"roles": [{"kind": "request", "type": 0}, {"kind": "end"}], "start": 0,
-                      "matrix": [[0.0, 1.0], [0.0, 0.0]]},
-            "think": constant(0.0), "weight": constant(1.0), "end": {"kind": "chain"}, "burst": null,
-        },
-        "run": {"duration": duration, "warmup": 100.0, "seed": 5, "window": 0.1, "records": false},
-    })
-}
-
-/// Hold the tier's pool 0 for an exponential time of mean `hold`.
-fn held(hold: f64) -> Value {
-    json!([{"op": "acquire", "pool": 0}, {"op": "delay", "time": exp(hold)}, {"op": "release", "pool": 0}])
-}
-
-fn run(model: &Value) -> Output {
-    sim::simulate(&model.to_string(), |_| true).expect("the model runs")
-}
-
-fn close(got: f64, want: f64, rel: f64) {
-    assert!(
-        (got - want).abs() <= rel * want.abs(),
-        "got {got}, want {want} ± {:.1}%",
-        rel * 100.0
-    );
-}
 
 #[test]
 fn a_one_token_pool_is_mm1() {
