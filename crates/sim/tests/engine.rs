@@ -41,6 +41,30 @@ fn a_processor_sharing_cpu_is_mm1_ps() {
         100_000.0,
     ));
     close(t.summary.response_time.unwrap().mean, 1.25, 0.04);
+    let cpu = &t.summary.tiers["s"].servers[0].stations["cpu"];
+    assert_eq!(cpu.kind, "cpu");
+    close(cpu.utilization, 0.6, 0.02);
+}
+
+/// One client, 1 s think, 0.01 s requests: the measured period [100, 200) holds the
+/// requests started in it and no other, and its length is duration − warm-up.
+#[test]
+fn only_requests_started_after_the_warm_up_are_measured() {
+    let mut m = open_model(
+        1.0,
+        tier("s", 1, json!([]), json!([])),
+        json!([{"op": "delay", "time": constant(0.01)}]),
+        200.0,
+    );
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    sessions_of(&mut m, 1e9, 1.0);
+    let t = run_recorded(&m);
+    let r = t.records.expect("records");
+    // Sends at 1 + 1.01 k: k = 99 (100.99 s) to 197 (199.97 s).
+    assert_eq!(r.start.len(), 99);
+    assert!(r.start.iter().all(|s| (100.0..200.0).contains(s)));
+    assert_eq!(t.summary.measured_seconds, 100.0);
+    assert_eq!(t.summary.requests.ok, 99);
 }
 
 #[test]
