@@ -665,6 +665,8 @@ mod tests {
             e.starts_with("engine model: workload.think: the simulated clock stopped at 0 s"),
             "{e}"
         );
+        // The limit: 10⁶ + 16 per closed client, so the 1 000 033rd event at 0 s stops it.
+        assert!(e.contains("(1000033 events at that instant)"), "{e}");
         // With a think time the same model runs.
         m["workload"]["think"] = json!({"kind": "constant", "value": 0.001});
         assert!(crate::simulate(&m.to_string(), |_| true).is_ok());

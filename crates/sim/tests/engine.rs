@@ -146,6 +146,28 @@ fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     assert_ne!(run(&other).summary.response_time, a.summary.response_time);
 }
 
+/// `tick` hears the fraction done every 16 384 events and once at the end (1.0).
+#[test]
+fn progress_is_reported_every_16384_events_and_at_the_end() {
+    let m = open_model(
+        0.7,
+        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
+        held(1.0),
+        20_000.0,
+    );
+    let mut fractions = Vec::new();
+    let t = sim::simulate(&m.to_string(), |f| {
+        fractions.push(f);
+        true
+    })
+    .expect("runs");
+    let events = t.summary.events.expect("events counted");
+    assert!(events > 4 * t.summary.requests.ok, "{events} events");
+    assert_eq!(fractions.len() as u64, events / 16384 + 1);
+    assert!(fractions[0] > 0.0 && fractions.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(fractions.last(), Some(&1.0));
+}
+
 #[test]
 fn a_stop_request_ends_the_run_early_and_marks_it() {
     let m = open_model(
