@@ -1,0 +1,250 @@
+//! Step programs through the engine, exactly: the phases a request's time is charged
+//! to, retransmitted connection attempts, transfers over links, FCFS disks, and what
+//! a request record holds. Constant times and closed clients with no think time make
+//! each request's history known by hand; the queueing cases use closed forms.
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+use trace::{
+    Records, BEFORE_DB, OTHER, PHASES, WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE,
+};
+
+fn kind_pool(name: &str, kind: &str, size: u32) -> Value {
+    let mut p = pool(name, size, None);
+    p["kind"] = json!(kind);
+    p
+}
+
+fn wait(seconds: f64) -> Value {
+    json!({"op": "delay", "time": constant(seconds)})
+}
+
+/// `clients` closed clients with no think time, endless sessions, on one tier.
+fn closed(clients: u32, tier: Value, program: Value, duration: f64) -> Value {
+    let mut m = open_model(1.0, tier, program, duration);
+    m["workload"]["population"] = json!({"kind": "closed", "clients": clients});
+    m["workload"]["chain"] =
+        json!({"roles": [{"kind": "request", "type": 0}], "start": 0, "matrix": [[1.0]]});
+    m["run"]["warmup"] = json!(10.0);
+    m
+}
+
+/// Request-wide connection use with a Close between two Gets and a Drop at the end:
+/// thread 0.1 s before the DB, connection in use 0.2 + 0.05 s, cached idle 0.3 s,
+/// thread alone again 0.04 s.
+fn db_program() -> Value {
+    json!([
+        {"op": "acquire", "pool": 0}, wait(0.1),
+        {"op": "get", "pool": 1}, wait(0.2), {"op": "close", "pool": 1}, wait(0.3),
+        {"op": "get", "pool": 1}, wait(0.05), {"op": "close", "pool": 1}, {"op": "drop", "pool": 1},
+        wait(0.04), {"op": "release", "pool": 0},
+    ])
+}
+
+fn db_tier(threads: u32) -> Value {
+    tier(
+        "app",
+        1,
+        json!([
+            kind_pool("threads", "threads", threads),
+            kind_pool("db", "connections", 1)
+        ]),
+        json!([]),
+    )
+}
+
+/// Every record's phases on tier 0, as [phase] → seconds, checked against `want`.
+fn assert_phases(r: &Records, want: [f64; 6]) {
+    let t = &r.tiers[0];
+    assert!(r.id.len() > 20);
+    for i in 0..r.id.len() {
+        for (p, w) in want.iter().enumerate() {
+            let got = t.phases[p][i];
+            assert!(
+                (got - w).abs() < 1e-9,
+                "record {i}: {} = {got}, want {w}",
+                PHASES[p]
+            );
+        }
+        assert!((t.time[i] - want.iter().sum::<f64>()).abs() < 1e-9);
+        assert_eq!(
+            t.db_requests[i], 1,
+            "the second Get reuses the cached connection"
+        );
+    }
+}
+
+/// Two clients on one thread: each request waits the other's whole 0.69 s.
+#[test]
+fn phases_with_a_wait_for_the_thread() {
+    let r = run_recorded(&closed(2, db_tier(1), db_program(), 100.0))
+        .records
+        .unwrap();
+    let mut want = [0.0; 6];
+    (
+        want[WAIT_THREAD],
+        want[BEFORE_DB],
+        want[WITH_DB_ACTIVE],
+        want[WITH_DB_IDLE],
+    ) = (0.69, 0.14, 0.25, 0.3);
+    assert_phases(&r, want);
+}
+
+/// Two clients, two threads, one connection: a request holds it 0.55 s of its 1.1 s
+/// cycle, so the other, asking 0.1 s after its own start, waits 0.41 s.
+#[test]
+fn phases_with_a_wait_for_the_connection() {
+    let r = run_recorded(&closed(2, db_tier(2), db_program(), 100.0))
+        .records
+        .unwrap();
+    let mut want = [0.0; 6];
+    (
+        want[BEFORE_DB],
+        want[WAIT_DB],
+        want[WITH_DB_ACTIVE],
+        want[WITH_DB_IDLE],
+    ) = (0.14, 0.41, 0.25, 0.3);
+    assert_phases(&r, want);
+}
+
+/// A one-slot backlog (no queue) held for ever by the first client: the second's
+/// attempts are dropped and retried 1 s then 2 s later, then it is rejected — 3 s,
+/// all of it waiting for the thread-kind pool; every attempt counted. It starts at
+/// 0, 3, 6, …; measured over [10, 98.5]: requests 12 … 93 s (28, rejected at 15 … 96),
+/// rejections at 12 … 96 (29), drops at 10, then 12, 13, …, 96, 97 (59).
+#[test]
+fn a_full_backlog_drops_the_attempt_and_the_client_retransmits() {
+    let mut backlog = kind_pool("backlog", "threads", 1);
+    backlog["max_queue"] = json!(0);
+    backlog["retransmit"] = json!({"initial": 1.0, "attempts": 2});
+    let t = tier("app", 1, json!([backlog]), json!([]));
+    let program = json!([{"op": "acquire", "pool": 0}, wait(1000.0), {"op": "release", "pool": 0}]);
+    let out = run_recorded(&closed(2, t, program, 98.5));
+    let r = out.records.unwrap();
+    assert_eq!(r.id.len(), 28);
+    for i in 0..r.id.len() {
+        assert_eq!(r.status[i], trace::Status::Rejected as u8);
+        assert_eq!(r.retransmissions[i], 2);
+        assert!((r.end[i] - r.start[i] - 3.0).abs() < 1e-9);
+        assert!((r.tiers[0].phases[WAIT_THREAD][i] - 3.0).abs() < 1e-9);
+    }
+    let p = &out.summary.tiers["app"].servers[0].pools["backlog"];
+    assert_eq!((p.rejected, p.dropped), (29, 59));
+    assert_eq!(out.summary.requests.rejected, 28);
+}
+
+/// A record: ids in order, each tier's first server (tier-local) and visits, -1 on a
+/// tier the request never reached.
+#[test]
+fn a_record_holds_the_first_server_and_the_visits_per_tier() {
+    let tiers = json!([
+        tier("web", 1, json!([]), json!([])),
+        tier("app", 2, json!([]), json!([])),
+        tier("db", 1, json!([]), json!([])),
+    ]);
+    let twice = json!([{"op": "call", "tier": 1}, {"op": "call", "tier": 1}]);
+    let mut m = open_model_of(1.0, tiers, json!([twice, [wait(0.01)], null]), 100.0);
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    sessions_of(&mut m, 1e9, 0.5);
+    m["run"]["warmup"] = json!(10.0);
+    let r = run_recorded(&m).records.unwrap();
+    assert!(
+        r.id.windows(2).all(|w| w[1] == w[0] + 1),
+        "ids count requests"
+    );
+    assert!(r.id[0] > 1);
+    let (web, app, db) = (&r.tiers[0], &r.tiers[1], &r.tiers[2]);
+    for i in 0..r.id.len() {
+        // Round robin sends the first call of each request to server 0, the second to 1.
+        assert_eq!((web.server[i], app.server[i], db.server[i]), (0, 0, -1));
+        assert_eq!((web.visits[i], app.visits[i], db.visits[i]), (1, 2, 0));
+        assert!((app.time[i] - 0.02).abs() < 1e-9 && (web.time[i] - 0.02).abs() < 1e-9);
+        assert_eq!(web.phases[OTHER][i], web.time[i]);
+    }
+}
+
+/// A transfer of 14 600 bytes (10 segments) at 1 MB/s with 0.01 s one-way delay and
+/// slow start from 2 segments: ⌈log₂(10/2 + 1)⌉ = 3 flights, 0.0146 + 0.01·(2·3 − 1).
+#[test]
+fn a_transfer_takes_its_bytes_plus_its_flights() {
+    let link = json!({"name": "lan", "bandwidth": 1e6, "delay": constant(0.01), "shared": false,
+                      "loss": 0.0, "mss": 1460.0, "rto": 1.0, "initial_window": 2.0});
+    let program = json!([{"op": "transfer", "link": 0, "bytes": constant(14600.0)}]);
+    let mut m = closed(1, tier("app", 1, json!([]), json!([])), program, 100.0);
+    m["links"] = json!([link.clone()]);
+    let r = run_recorded(&m).records.unwrap();
+    assert!(r.id.len() > 100);
+    assert!(r.tiers[0].time.iter().all(|t| (t - 0.0646).abs() < 1e-9));
+    // Shared, alone on the link: the same, with the latency after the bytes.
+    let mut shared = m.clone();
+    shared["links"][0]["shared"] = json!(true);
+    let r = run_recorded(&shared).records.unwrap();
+    assert!(r.tiers[0].time.iter().all(|t| (t - 0.0646).abs() < 1e-9));
+    // Each of the 10 segments lost with probability 0.5 costs one 1 s timeout:
+    // 5 s more on average (σ of the mean over n requests: √2.5/√n).
+    let mut lossy = m;
+    lossy["links"][0]["loss"] = json!(0.5);
+    lossy["run"]["duration"] = json!(5000.0);
+    let r = run_recorded(&lossy).records.unwrap();
+    let n = r.id.len() as f64;
+    let mean = r.tiers[0].time.iter().sum::<f64>() / n;
+    assert!(
+        (mean - 5.0646).abs() < 4.0 * (2.5 / n).sqrt(),
+        "{mean} over {n}"
+    );
+}
+
+/// A shared link is processor sharing: exponential transfers of mean 0.5 s at 1.2 per
+/// second give M/M/1-PS, W = 0.5/(1 − 0.6) = 1.25 s, plus the 0.1 s delay after.
+#[test]
+fn a_shared_link_is_mm1_ps_plus_its_delay() {
+    let link = json!({"name": "wan", "bandwidth": 1000.0, "delay": constant(0.1), "shared": true});
+    let program = json!([{"op": "transfer", "link": 0, "bytes": exp(500.0)}]);
+    let mut m = open_model(
+        1.2,
+        tier("app", 1, json!([]), json!([])),
+        program,
+        100_000.0,
+    );
+    m["links"] = json!([link]);
+    let s = run(&m).summary;
+    close(s.response_time.unwrap().mean, 1.35, 0.04);
+    close(s.links["wan"].utilization, 0.6, 0.02);
+}
+
+fn disk_model(rate: f64, channels: u32, hit_ratio: f64, constant_service: bool) -> Value {
+    let disk = json!([{"kind": "disk", "name": "disk", "iops": 1.0, "hit_ratio": hit_ratio,
+                       "channels": channels, "constant_service": constant_service}]);
+    let program = json!([{"op": "disk", "station": 0, "accesses": constant(1.0)}]);
+    open_model(rate, tier("db", 1, json!([]), disk), program, 100_000.0)
+}
+
+/// M/M/2 (λ = 1.5, μ = 1): Erlang C = 4.5/7, W = 1 + C/(2 − 1.5) = 2.2857 s; each
+/// channel busy ρ = 1.5/2 of the time.
+#[test]
+fn a_disk_with_two_channels_is_mm2() {
+    let s = run(&disk_model(1.5, 2, 0.0, false)).summary;
+    close(s.response_time.unwrap().mean, 2.2857, 0.05);
+    close(
+        s.tiers["db"].servers[0].stations["disk"].utilization,
+        0.75,
+        0.02,
+    );
+}
+
+/// Half the accesses hit the cache (no time): misses are M/M/1 at λ = 0.5,
+/// W = 1/(1 − 0.5) = 2 s, so a request takes 1 s on average.
+#[test]
+fn cache_hits_skip_the_disk() {
+    let s = run(&disk_model(1.0, 1, 0.5, false)).summary;
+    close(s.response_time.unwrap().mean, 1.0, 0.05);
+}
+
+/// Constant service, one channel: M/D/1 at ρ = 0.5 gives W = 1 + 0.5/(2·0.5) = 1.5 s.
+#[test]
+fn a_constant_service_disk_is_md1() {
+    let s = run(&disk_model(0.5, 1, 0.0, true)).summary;
+    close(s.response_time.unwrap().mean, 1.5, 0.04);
+}
