@@ -248,3 +248,30 @@ fn a_constant_service_disk_is_md1() {
     let s = run(&disk_model(0.5, 1, 0.0, true)).summary;
     close(s.response_time.unwrap().mean, 1.5, 0.04);
 }
+
+/// Two types alternating, each with its own program on each of two tiers: type 0
+/// works 0.01 s on the second tier, type 1 0.02 s.
+#[test]
+fn each_type_runs_its_own_program_on_each_tier() {
+    let tiers = json!([
+        tier("web", 1, json!([]), json!([])),
+        tier("app", 1, json!([]), json!([])),
+    ]);
+    let mut m = open_model_of(1.0, tiers, json!([]), 100.0);
+    let call = json!([{"op": "call", "tier": 1}]);
+    m["types"] = json!([
+        {"name": "a", "priority": 0, "programs": [call, [wait(0.01)]]},
+        {"name": "b", "priority": 0, "programs": [call, [wait(0.02)]]},
+    ]);
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    m["workload"]["chain"] = json!({"roles": [{"kind": "request", "type": 0}, {"kind": "request", "type": 1}],
+                                    "start": 0, "matrix": [[0.0, 1.0], [1.0, 0.0]]});
+    m["workload"]["think"] = constant(0.5);
+    m["run"]["warmup"] = json!(10.0);
+    let r = run_recorded(&m).records.unwrap();
+    assert!(r.rtype.contains(&0) && r.rtype.contains(&1));
+    for (ty, t) in r.rtype.iter().zip(&r.tiers[1].time) {
+        let want = [0.01, 0.02][*ty as usize];
+        assert!((t - want).abs() < 1e-9, "type {ty}: {t}");
+    }
+}
