@@ -42,6 +42,10 @@ fn each_request_meets_the_dispatcher_of_its_session_or_caller() {
     let m = open_model_of(1.0, tiers, json!([call(1), call(2), delay(0.01)]), 400.0);
     let r = run_recorded(&m).records.expect("records");
     assert!(r.session.len() > 200);
+    assert!(
+        r.session.windows(2).all(|w| w[0] < w[1]),
+        "a new id per session"
+    );
     let (web, app, db) = (&r.tiers[0].server, &r.tiers[1].server, &r.tiers[2].server);
     for i in 0..r.session.len() {
         assert_eq!(web[i] as u64, r.session[i] % 2, "web: session mod 2");
