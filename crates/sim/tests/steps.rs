@@ -215,18 +215,18 @@ fn a_shared_link_is_mm1_ps_plus_its_delay() {
 }
 
 fn disk_model(rate: f64, channels: u32, hit_ratio: f64, constant_service: bool) -> Value {
-    let disk = json!([{"kind": "disk", "name": "disk", "iops": 1.0, "hit_ratio": hit_ratio,
+    let disk = json!([{"kind": "disk", "name": "disk", "iops": 2.0, "hit_ratio": hit_ratio,
                        "channels": channels, "constant_service": constant_service}]);
     let program = json!([{"op": "disk", "station": 0, "accesses": constant(1.0)}]);
     open_model(rate, tier("db", 1, json!([]), disk), program, 100_000.0)
 }
 
-/// M/M/2 (λ = 1.5, μ = 1): Erlang C = 4.5/7, W = 1 + C/(2 − 1.5) = 2.2857 s; each
-/// channel busy ρ = 1.5/2 of the time.
+/// M/M/2 (λ = 3, μ = 2 per channel, a = 1.5): Erlang C = 4.5/7, W = 1/2 + C/(4 − 3)
+/// = 1.142857 s; each channel busy ρ = 3/4 of the time.
 #[test]
 fn a_disk_with_two_channels_is_mm2() {
-    let s = run(&disk_model(1.5, 2, 0.0, false)).summary;
-    close(s.response_time.unwrap().mean, 2.2857, 0.05);
+    let s = run(&disk_model(3.0, 2, 0.0, false)).summary;
+    close(s.response_time.unwrap().mean, 0.5 + 4.5 / 7.0, 0.05);
     close(
         s.tiers["db"].servers[0].stations["disk"].utilization,
         0.75,
@@ -234,19 +234,61 @@ fn a_disk_with_two_channels_is_mm2() {
     );
 }
 
-/// Half the accesses hit the cache (no time): misses are M/M/1 at λ = 0.5,
-/// W = 1/(1 − 0.5) = 2 s, so a request takes 1 s on average.
+/// Half the accesses hit the cache (no time): misses are M/M/1 at λ = 1, μ = 2,
+/// W = 1/(2 − 1) = 1 s, so a request takes 0.5 s on average.
 #[test]
 fn cache_hits_skip_the_disk() {
-    let s = run(&disk_model(1.0, 1, 0.5, false)).summary;
-    close(s.response_time.unwrap().mean, 1.0, 0.05);
+    let s = run(&disk_model(2.0, 1, 0.5, false)).summary;
+    close(s.response_time.unwrap().mean, 0.5, 0.05);
 }
 
-/// Constant service, one channel: M/D/1 at ρ = 0.5 gives W = 1 + 0.5/(2·0.5) = 1.5 s.
+/// Constant service 0.5 s, one channel: M/D/1 at ρ = 0.5 gives W = 0.5 + 0.5·0.5/(2·0.5)
+/// = 0.75 s.
 #[test]
 fn a_constant_service_disk_is_md1() {
-    let s = run(&disk_model(0.5, 1, 0.0, true)).summary;
-    close(s.response_time.unwrap().mean, 1.5, 0.04);
+    let s = run(&disk_model(1.0, 1, 0.0, true)).summary;
+    close(s.response_time.unwrap().mean, 0.75, 0.04);
+}
+
+/// Loops repeat their body the drawn number of times (nested: 3 × (0.01 + 2 × 0.001));
+/// a count of 0 skips it, as a CPU demand of 0 skips the CPU.
+#[test]
+fn loops_repeat_their_body_and_zero_skips_it() {
+    let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}]);
+    let program = json!([
+        {"op": "loop", "count": constant(3.0), "body": [
+            wait(0.01), {"op": "loop", "count": constant(2.0), "body": [wait(0.001)]},
+        ]},
+        {"op": "loop", "count": constant(0.0), "body": [wait(1.0)]},
+        {"op": "cpu", "station": 0, "demand": constant(0.0)},
+    ]);
+    let r = run_recorded(&closed(1, tier("app", 1, json!([]), cpu), program, 100.0))
+        .records
+        .unwrap();
+    assert!(r.id.len() > 100);
+    assert!(r.tiers[0].time.iter().all(|t| (t - 0.036).abs() < 1e-9));
+}
+
+/// Stop-the-world GC: 0.1 CPU-seconds per request at 10 MB per CPU-second fill a 5 MB
+/// heap every 5th request, whose CPU then stops 0.5 s + 0.1 s per request in progress
+/// (itself): it takes 0.1 + 0.6 s, the others 0.1 s. Cycle j (1.1 s) starts at 1.1 j;
+/// over [10.05, 100.05] the records hold 10.1 … 99.3 s (3 + 80·5 + 4 = 407 requests,
+/// 81 paused) and the pause at 99.4 s is counted too (82), its request in flight.
+#[test]
+fn a_full_heap_stops_the_cpus_for_the_pause() {
+    let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}]);
+    let mut t = tier("app", 1, json!([]), cpu);
+    t["gc"] = json!({"heap": 5.0, "allocation": 10.0, "pause": 0.5, "per_request": 0.1});
+    let program = json!([{"op": "cpu", "station": 0, "demand": constant(0.1)}]);
+    let mut m = closed(1, t, program, 100.05);
+    m["run"]["warmup"] = json!(10.05);
+    let out = run_recorded(&m);
+    let times = &out.records.unwrap().tiers[0].time;
+    let count = |want: f64| times.iter().filter(|t| (*t - want).abs() < 1e-9).count();
+    assert_eq!((times.len(), count(0.7), count(0.1)), (407, 81, 326));
+    let gc = out.summary.tiers["app"].servers[0].gc.expect("gc summary");
+    assert_eq!((gc.pauses, out.summary.in_flight_at_end), (82, 1));
+    assert!((gc.pause_time - 0.6 * 82.0).abs() < 1e-9);
 }
 
 /// Two types alternating, each with its own program on each of two tiers: type 0
