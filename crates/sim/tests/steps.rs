@@ -317,3 +317,24 @@ fn each_type_runs_its_own_program_on_each_tier() {
         assert!((t - want).abs() < 1e-9, "type {ty}: {t}");
     }
 }
+
+/// Two clients on one token held 1 s, waits limited to 0.3 s: a request either gets
+/// the token within 0.3 s and holds it 1 s, or is rejected exactly 0.3 s after it came.
+#[test]
+fn a_pool_wait_ends_at_its_timeout() {
+    let t = tier("app", 1, json!([pool("one", 1, Some(0.3))]), json!([]));
+    let program = json!([{"op": "acquire", "pool": 0}, wait(1.0), {"op": "release", "pool": 0}]);
+    let r = run_recorded(&closed(2, t, program, 100.0)).records.unwrap();
+    let (mut ok, mut rejected) = (0, 0);
+    for i in 0..r.id.len() {
+        let took = r.end[i] - r.start[i];
+        if r.status[i] == trace::Status::Rejected as u8 {
+            rejected += 1;
+            assert!((took - 0.3).abs() < 1e-9, "rejected after {took}");
+        } else {
+            ok += 1;
+            assert!((1.0..=1.3 + 1e-9).contains(&took), "served in {took}");
+        }
+    }
+    assert!(ok > 50 && rejected > 50, "{ok} served, {rejected} rejected");
+}
