@@ -79,9 +79,12 @@ fn assert_phases(r: &Records, want: [f64; 6]) {
 /// Two clients on one thread: each request waits the other's whole 0.69 s.
 #[test]
 fn phases_with_a_wait_for_the_thread() {
-    let r = run_recorded(&closed(2, db_tier(1), db_program(), 100.0))
-        .records
-        .unwrap();
+    let out = run_recorded(&closed(2, db_tier(1), db_program(), 100.0));
+    let pools = &out.summary.tiers["app"].servers[0].pools;
+    let kinds = (pools["threads"].kind.as_str(), pools["db"].kind.as_str());
+    assert_eq!(kinds, ("threads", "connections"));
+    assert_eq!((pools["threads"].size, pools["db"].size), (1, 1));
+    let r = out.records.unwrap();
     let mut want = [0.0; 6];
     (
         want[WAIT_THREAD],
@@ -165,12 +168,13 @@ fn a_record_holds_the_first_server_and_the_visits_per_tier() {
     }
 }
 
-/// A transfer of 14 600 bytes (10 segments) at 1 MB/s with 0.01 s one-way delay and
-/// slow start from 2 segments: ⌈log₂(10/2 + 1)⌉ = 3 flights, 0.0146 + 0.01·(2·3 − 1).
+/// A transfer of 14 600 bytes (10 segments of the default 1460 bytes) at 1 MB/s with
+/// 0.01 s one-way delay and slow start from 2 segments: ⌈log₂(10/2 + 1)⌉ = 3 flights,
+/// 0.0146 + 0.01·(2·3 − 1).
 #[test]
 fn a_transfer_takes_its_bytes_plus_its_flights() {
     let link = json!({"name": "lan", "bandwidth": 1e6, "delay": constant(0.01), "shared": false,
-                      "loss": 0.0, "mss": 1460.0, "rto": 1.0, "initial_window": 2.0});
+                      "loss": 0.0, "rto": 1.0, "initial_window": 2.0});
     let program = json!([{"op": "transfer", "link": 0, "bytes": constant(14600.0)}]);
     let mut m = closed(1, tier("app", 1, json!([]), json!([])), program, 100.0);
     m["links"] = json!([link.clone()]);
