@@ -342,3 +342,15 @@ fn a_pool_wait_ends_at_its_timeout() {
     }
     assert!(ok > 50 && rejected > 50, "{ok} served, {rejected} rejected");
 }
+
+/// A program that ends holding two tokens gives both back as the visit leaves: the
+/// next request of the one client finds them free.
+#[test]
+fn leaving_a_tier_gives_back_every_token_still_held() {
+    let pools = json!([pool("a", 1, None), pool("b", 1, None)]);
+    let program = json!([{"op": "acquire", "pool": 0}, {"op": "acquire", "pool": 1}, wait(0.25)]);
+    let r = run_recorded(&closed(1, tier("app", 1, pools, json!([])), program, 100.0))
+        .records
+        .unwrap();
+    assert_eq!(r.id.len(), 360, "one request every 0.25 s over [10, 100]");
+}
