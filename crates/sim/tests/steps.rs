@@ -99,9 +99,9 @@ fn phases_with_a_wait_for_the_thread() {
 /// cycle, so the other, asking 0.1 s after its own start, waits 0.41 s.
 #[test]
 fn phases_with_a_wait_for_the_connection() {
-    let r = run_recorded(&closed(2, db_tier(2), db_program(), 100.0))
-        .records
-        .unwrap();
+    let out = run_recorded(&closed(2, db_tier(2), db_program(), 100.0));
+    assert_eq!(out.summary.tiers["app"].servers[0].pools["threads"].size, 2);
+    let r = out.records.unwrap();
     let mut want = [0.0; 6];
     (
         want[BEFORE_DB],
