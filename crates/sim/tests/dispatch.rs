@@ -119,28 +119,31 @@ fn round_robin_on_a_stateful_tier_migrates_and_fetches() {
 }
 
 /// Metrics exchanges in the measured period [1.1, 3): rounds at 1.25, 1.5, …, 2.75
-/// (7), each one message per dispatcher; none for a policy that shares nothing.
+/// (7), each one message per dispatcher; with no warm-up, [0, 3): 0.25 … 2.75 (11);
+/// none for a policy that shares nothing.
 #[test]
 fn sync_rounds_are_counted_in_the_measured_period_only() {
-    let summary = |policy: Value| {
+    let summary = |policy: Value, warmup: f64| {
         let app = dispatched(
             "app",
             2,
             json!({"policy": policy, "dispatchers": 2, "sync_interval": 0.25}),
         );
         let mut m = open_model(5.0, app, delay(0.01), 3.0);
-        m["run"]["warmup"] = json!(1.1);
+        m["run"]["warmup"] = json!(warmup);
         let s = run(&m).summary;
         s.tiers["app"].dispatch.clone().expect("dispatch summary")
     };
-    let d = summary(json!({"policy": "least_active"}));
+    let d = summary(json!({"policy": "least_active"}), 1.1);
     assert_eq!((d.sync_messages, d.sync_payload_bytes), (14, 2.0));
+    let d = summary(json!({"policy": "least_active"}), 0.0);
+    assert_eq!(d.sync_messages, 22);
     let redal = json!({"policy": "redal", "alpha": 0.5, "slice": 0.25, "think_time": 1.0,
                        "window": 10, "intervals": 3, "interval": 1.0, "wait": false});
     // 2 servers · (2 + ⌈1/0.25⌉) bytes per message.
-    let d = summary(redal);
+    let d = summary(redal, 1.1);
     assert_eq!((d.sync_messages, d.sync_payload_bytes), (14, 12.0));
-    let d = summary(json!({"policy": "round_robin", "weights": []}));
+    let d = summary(json!({"policy": "round_robin", "weights": []}), 1.1);
     assert_eq!(d.sync_messages, 0);
 }
 
@@ -234,18 +237,16 @@ fn a_waiting_dispatcher_holds_serves_refuses_and_times_out() {
     close(arrived as f64 / s.measured_seconds, 15.0, 0.03);
 }
 
-/// Two dispatchers, each with one client whose 5 s requests overlap the other's:
-/// with the other's load delivered every 0.1 s (0.02 s late) a dispatcher sends its
-/// request to the server the other's is not on, but for the requests placed within
-/// the ~0.12 s its news is old; blind, they would share a server half the time. And
-/// the clock never runs back (request ids are given in start order).
-#[test]
-fn delivered_metrics_keep_two_dispatchers_apart() {
+/// Two dispatchers, each with one client whose 5 s requests overlap the other's, the
+/// load exchanged every 0.1 s and delivered `late` s late: the share of overlapping
+/// pairs of requests on one server, and whether the clock ever ran back (request ids
+/// are given in start order).
+fn shared_share(late: f64) -> (f64, bool) {
     let app = dispatched(
         "app",
         2,
         json!({"policy": {"policy": "least_active"}, "dispatchers": 2,
-               "sync_interval": 0.1, "sync_delay": 0.02}),
+               "sync_interval": 0.1, "sync_delay": late}),
     );
     let mut m = open_model(1.0, app, delay(5.0), 3000.0);
     m["workload"]["population"] = json!({"kind": "closed", "clients": 2});
@@ -264,14 +265,20 @@ fn delivered_metrics_keep_two_dispatchers_apart() {
         }
     }
     assert!(overlaps > 500);
-    assert!(
-        shared * 10 < overlaps,
-        "{shared} of {overlaps} overlapping pairs on one server"
-    );
     let mut by_id: Vec<(u64, f64)> = r.id.iter().copied().zip(r.start.iter().copied()).collect();
     by_id.sort_by_key(|x| x.0);
-    assert!(
-        by_id.windows(2).all(|w| w[0].1 <= w[1].1),
-        "the clock ran back"
-    );
+    let monotone = by_id.windows(2).all(|w| w[0].1 <= w[1].1);
+    (shared as f64 / overlaps as f64, monotone)
+}
+
+/// Delivered 0.02 s late, a dispatcher sends its request to the server the other's is
+/// not on but for the few placed before the news (2 of 790 pairs share a server);
+/// 1.5 s late, the others' requests of the last 1.5 s are unseen (248 of 790); never
+/// delivered, they would share half the time (371 of 790). ±5σ bands (σ ≈ 1.7%).
+#[test]
+fn delivered_metrics_keep_two_dispatchers_apart() {
+    let (fresh, monotone) = shared_share(0.02);
+    assert!(fresh < 0.1 && monotone, "{fresh}");
+    let (late, monotone) = shared_share(1.5);
+    assert!((0.2..0.4).contains(&late) && monotone, "{late}");
 }
