@@ -324,6 +324,8 @@ fn each_type_runs_its_own_program_on_each_tier() {
 
 /// Two clients on one token held 1 s, waits limited to 0.3 s: a request either gets
 /// the token within 0.3 s and holds it 1 s, or is rejected exactly 0.3 s after it came.
+/// The pool is neither threads nor connections: waiting for it and holding it are
+/// both "other" time.
 #[test]
 fn a_pool_wait_ends_at_its_timeout() {
     let t = tier("app", 1, json!([pool("one", 1, Some(0.3))]), json!([]));
@@ -332,6 +334,7 @@ fn a_pool_wait_ends_at_its_timeout() {
     let (mut ok, mut rejected) = (0, 0);
     for i in 0..r.id.len() {
         let took = r.end[i] - r.start[i];
+        assert!((r.tiers[0].phases[OTHER][i] - took).abs() < 1e-9);
         if r.status[i] == trace::Status::Rejected as u8 {
             rejected += 1;
             assert!((took - 0.3).abs() < 1e-9, "rejected after {took}");
