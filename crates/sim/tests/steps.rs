@@ -357,3 +357,21 @@ fn leaving_a_tier_gives_back_every_token_still_held() {
         .unwrap();
     assert_eq!(r.id.len(), 360, "one request every 0.25 s over [10, 100]");
 }
+
+/// Close and Drop act on a connection only when the visit holds it, and Drop only
+/// when it is closed (idle): before the Get they do nothing, and a Drop of the
+/// connection in use leaves it in use.
+#[test]
+fn close_and_drop_touch_only_a_held_connection() {
+    let program = json!([
+        {"op": "close", "pool": 1}, {"op": "drop", "pool": 1},
+        {"op": "get", "pool": 1}, {"op": "drop", "pool": 1}, wait(0.1),
+        {"op": "close", "pool": 1}, {"op": "drop", "pool": 1}, wait(0.05),
+    ]);
+    let r = run_recorded(&closed(1, db_tier(1), program, 100.0))
+        .records
+        .unwrap();
+    let mut want = [0.0; 6];
+    (want[WITH_DB_ACTIVE], want[OTHER]) = (0.1, 0.05);
+    assert_phases(&r, want);
+}
