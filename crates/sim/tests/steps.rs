@@ -375,3 +375,20 @@ fn close_and_drop_touch_only_a_held_connection() {
     (want[WITH_DB_ACTIVE], want[OTHER]) = (0.1, 0.05);
     assert_phases(&r, want);
 }
+
+/// The GC pause grows with the requests in progress: two clients on two cores, 0.1
+/// CPU-seconds then 1 s of delay each, fill a 4 MB heap at the second one's second
+/// arrival, both in: 0.5 + 0.1 × 2 = 0.7 s, so each request takes 1.1 s or 1.8 s.
+#[test]
+fn the_gc_pause_grows_with_the_requests_in_progress() {
+    let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 2, "overhead": []}]);
+    let mut t = tier("app", 1, json!([]), cpu);
+    t["gc"] = json!({"heap": 4.0, "allocation": 10.0, "pause": 0.5, "per_request": 0.1});
+    let program = json!([{"op": "cpu", "station": 0, "demand": constant(0.1)}, wait(1.0)]);
+    let out = run_recorded(&closed(2, t, program, 100.0));
+    let times = &out.records.unwrap().tiers[0].time;
+    let count = |want: f64| times.iter().filter(|t| (*t - want).abs() < 1e-9).count();
+    assert!(count(1.8) > 20 && count(1.1) + count(1.8) == times.len());
+    let gc = out.summary.tiers["app"].servers[0].gc.expect("gc summary");
+    assert!((gc.pause_time - 0.7 * gc.pauses as f64).abs() < 1e-9);
+}
