@@ -174,7 +174,7 @@ fn a_record_holds_the_first_server_and_the_visits_per_tier() {
 #[test]
 fn a_transfer_takes_its_bytes_plus_its_flights() {
     let link = json!({"name": "lan", "bandwidth": 1e6, "delay": constant(0.01), "shared": false,
-                      "loss": 0.0, "rto": 1.0, "initial_window": 2.0});
+                      "loss": 0.0, "rto": 2.0, "initial_window": 2.0});
     let program = json!([{"op": "transfer", "link": 0, "bytes": constant(14600.0)}]);
     let mut m = closed(1, tier("app", 1, json!([]), json!([])), program, 100.0);
     m["links"] = json!([link.clone()]);
@@ -186,16 +186,22 @@ fn a_transfer_takes_its_bytes_plus_its_flights() {
     shared["links"][0]["shared"] = json!(true);
     let r = run_recorded(&shared).records.unwrap();
     assert!(r.tiers[0].time.iter().all(|t| (t - 0.0646).abs() < 1e-9));
-    // Each of the 10 segments lost with probability 0.5 costs one 1 s timeout:
-    // 5 s more on average (σ of the mean over n requests: √2.5/√n).
+    // 8 segments: ⌈log₂(8/2 + 1)⌉ = 3 flights still, 0.01168 + 0.05.
+    let mut eight = m.clone();
+    eight["types"][0]["programs"][0][0]["bytes"] = constant(11680.0);
+    let r = run_recorded(&eight).records.unwrap();
+    assert!(r.tiers[0].time.iter().all(|t| (t - 0.06168).abs() < 1e-9));
+    // Each of the 10 segments lost with probability 0.5 costs one 2 s timeout:
+    // 10 s more on average (σ of the mean over n requests: 2·√2.5/√n).
     let mut lossy = m;
     lossy["links"][0]["loss"] = json!(0.5);
+    lossy["links"][0]["rto"] = json!(2.0);
     lossy["run"]["duration"] = json!(5000.0);
     let r = run_recorded(&lossy).records.unwrap();
     let n = r.id.len() as f64;
     let mean = r.tiers[0].time.iter().sum::<f64>() / n;
     assert!(
-        (mean - 5.0646).abs() < 4.0 * (2.5 / n).sqrt(),
+        (mean - 10.0646).abs() < 4.0 * 2.0 * (2.5 / n).sqrt(),
         "{mean} over {n}"
     );
 }
