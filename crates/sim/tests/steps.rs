@@ -396,3 +396,19 @@ fn the_gc_pause_grows_with_the_requests_in_progress() {
     let gc = out.summary.tiers["app"].servers[0].gc.expect("gc summary");
     assert!((gc.pause_time - 0.7 * gc.pauses as f64).abs() < 1e-9);
 }
+
+/// One client holding one of a pool's two tokens all the time: never pinned (every
+/// token held); the same with a one-token pool: pinned in every window.
+#[test]
+fn a_pool_is_pinned_only_when_every_token_is_held() {
+    let pinned = |size: u32| {
+        let t = tier("app", 1, json!([pool("p", size, None)]), json!([]));
+        let program =
+            json!([{"op": "acquire", "pool": 0}, wait(0.25), {"op": "release", "pool": 0}]);
+        let s = run(&closed(1, t, program, 100.0)).summary;
+        let p = &s.tiers["app"].servers[0].pools["p"];
+        assert_eq!(p.busy_max, 1.0);
+        p.pinned
+    };
+    assert_eq!((pinned(2), pinned(1)), (0.0, 1.0));
+}
