@@ -105,4 +105,59 @@ mod tests {
             serde_json::from_str(r#"{"policy": "round_robin", "weights": [1, 2]}"#).unwrap();
         assert!(w.build(3, 0, 0).err().unwrap().contains("weights"));
     }
+
+    fn picks(p: &Policy, servers: usize, n: usize) -> Vec<usize> {
+        let mut d = p.build(servers, 0, 0).unwrap();
+        (0..n)
+            .map(|_| d.pick(0.0, &crate::Request::default()).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn round_robin_weights_are_checked_and_used() {
+        let rr = |weights: Vec<u32>| Policy::RoundRobin { weights };
+        assert_eq!(picks(&rr(vec![]), 3, 4), [0, 1, 2, 0], "no weights: equal");
+        // Smooth weighted round robin over (3, 1): current (3,1)→0, (2,2)→0, (1,3)→1, (4,0)→0.
+        assert_eq!(picks(&rr(vec![3, 1]), 2, 4), [0, 0, 1, 0]);
+        assert!(rr(vec![0, 0])
+            .check(2)
+            .unwrap_err()
+            .contains("none positive"));
+    }
+
+    #[test]
+    fn a_bad_redal_configuration_is_refused_through_the_policy() {
+        let p: Policy = serde_json::from_str(
+            r#"{"policy": "redal", "alpha": 2.0, "slice": 0.1, "think_time": 1.0, "window": 50, "intervals": 5, "interval": 1.0, "wait": false}"#,
+        )
+        .unwrap();
+        assert!(p.check(2).unwrap_err().starts_with("redal: alpha = 2"));
+    }
+
+    #[test]
+    fn only_load_aware_policies_share_metrics_and_bytes() {
+        let redal = Policy::Redal(RedalConfig {
+            alpha: 0.5,
+            slice: 1.0,
+            think_time: 3.0,
+            window: 2,
+            intervals: 3,
+            interval: 1.0,
+            wait: false,
+        });
+        let cases = [
+            (Policy::RoundRobin { weights: vec![] }, false, 0),
+            (Policy::Affinity, false, 0),
+            (Policy::Random, false, 0),
+            (Policy::LeastActive, true, 4),
+            (Policy::PowerOfTwo, true, 4),
+            (Policy::AffinityCap { cap: 2 }, true, 4),
+            // ReDAL: 4 servers · (2 + ⌈3/1⌉) = 20 bytes.
+            (redal, true, 20),
+        ];
+        for (p, shares, bytes) in cases {
+            assert_eq!(p.shares_metrics(), shares, "{p:?}");
+            assert_eq!(p.build(4, 1, 0).unwrap().message_bytes(), bytes, "{p:?}");
+        }
+    }
 }

@@ -136,6 +136,34 @@ mod tests {
     }
 
     #[test]
+    fn actual_load_without_reservations_still_adds_up() {
+        let mut s = Metrics::default();
+        let a = Metrics {
+            slice: 3,
+            actual: vec![1, 2],
+            ..Default::default()
+        };
+        s.add(&a);
+        s.add(&a);
+        assert_eq!((s.slice, s.actual.as_slice()), (3, &[2, 4][..]));
+    }
+
+    #[test]
+    #[should_panic(expected = "metrics are added at one slice")]
+    fn metrics_of_different_slices_are_not_added() {
+        let mut s = Metrics {
+            slice: 3,
+            actual: vec![1],
+            ..Default::default()
+        };
+        s.add(&Metrics {
+            slice: 4,
+            actual: vec![1],
+            ..Default::default()
+        });
+    }
+
+    #[test]
     fn load_counts_own_plus_synced_others() {
         let mut l = Load::new(2);
         l.sent(0);
@@ -146,5 +174,10 @@ mod tests {
             ..Default::default()
         });
         assert_eq!((l.get(0), l.get(1)), (1, 5));
+        assert_eq!(
+            l.own(),
+            [1, 0],
+            "only this dispatcher's requests are its own"
+        );
     }
 }

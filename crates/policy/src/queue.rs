@@ -72,6 +72,7 @@ mod tests {
         assert_eq!(q.push(0.0, 'a'), Ok(1.0));
         assert_eq!(q.push(0.5, 'b'), Ok(1.5));
         assert_eq!(q.push(0.6, 'c'), Err('c')); // full: refused, not dropped
+        assert_eq!((q.front(), q.len(), q.is_empty()), (Some(&'a'), 2, false));
         assert_eq!(q.expire(0.99), Vec::<char>::new());
         assert_eq!(q.expire(1.2), vec!['a']);
         assert_eq!(q.push(1.2, 'd'), Ok(2.2));

@@ -465,24 +465,172 @@ mod tests {
 
     #[test]
     fn redal_w_waits_when_nothing_is_dispatchable() {
-        let mut r = Redal::new(
-            1,
+        // One server whose arrivals grow while completions stay at 2: slope ≤ 0.
+        let saturated = |wait: bool| {
+            let mut r = Redal::new(1, 0, RedalConfig { wait, ..cfg() });
+            for (t, (a, c)) in [(2, 2), (4, 2), (6, 2), (8, 2)].into_iter().enumerate() {
+                interval(&mut r, t as f64, a, c);
+            }
+            r.pick(4.1, &req(77, Some(0), None))
+        };
+        assert_eq!(saturated(true), None);
+        // The standard variant sends it to the least loaded server anyway.
+        assert_eq!(saturated(false), Some(0));
+        // While a server is dispatchable, ReDAL-W sends at once.
+        let mut w = Redal::new(
+            2,
             0,
             RedalConfig {
                 wait: true,
                 ..cfg()
             },
         );
-        for (t, (a, c)) in [(2, 2), (4, 2), (6, 2), (8, 2)].into_iter().enumerate() {
+        assert_eq!(w.pick(0.1, &req(1, None, None)), Some(0));
+    }
+
+    #[test]
+    fn ranges_at_the_edges_of_the_configuration() {
+        let with = |f: fn(&mut RedalConfig)| {
+            let mut c = cfg();
+            f(&mut c);
+            c.check()
+        };
+        assert!(
+            with(|c| c.intervals = 2).is_ok(),
+            "m = 2 is the least slope window"
+        );
+        assert!(with(|c| c.interval = 0.0)
+            .unwrap_err()
+            .contains("interval > 0"));
+        assert!(with(|c| c.window = 0).unwrap_err().contains("window"));
+        // h/d = 3 / 3e-5 = 100 000 slices is the most; a smaller d is refused.
+        assert!(with(|c| c.slice = 3.0 / MAX_SLICES_AHEAD).is_ok());
+        assert!(with(|c| c.slice = 1e-5).unwrap_err().contains("slices"));
+        assert!(with(|c| c.slice = -0.0).unwrap_err().contains("slice d"));
+    }
+
+    #[test]
+    fn think_time_is_the_mean_of_the_last_g_gaps_and_sets_the_lookahead() {
+        let mut r = Redal::new(
+            1,
+            0,
+            RedalConfig {
+                slice: 0.5,
+                ..cfg()
+            },
+        );
+        assert_eq!(
+            (r.think_time(), r.slices()),
+            (3.0, 6),
+            "assumed h = 3, d = 0.5"
+        );
+        for (i, g) in [1.0, 2.0, 4.0].into_iter().enumerate() {
+            r.pick(0.1, &req(i as u64, None, Some(g)));
+        }
+        // g = 2: the mean of the last two gaps, (2 + 4) / 2; C = ⌈3/0.5⌉ = 6.
+        assert_eq!(r.think_time(), 3.0);
+        r.pick(0.1, &req(9, None, Some(1.0)));
+        assert_eq!((r.think_time(), r.slices()), (2.5, 5));
+    }
+
+    /// The slope on 2 s intervals: (arrivals, completions) = (2, 2), (4, 3), (8, 4) give
+    /// (3 − 2)/(4 − 2) + (4 − 3)/(8 − 4) = 0.75 over m = 3 intervals.
+    #[test]
+    fn the_slope_sums_throughput_over_arrival_differences() {
+        let mut r = Redal::new(
+            1,
+            0,
+            RedalConfig {
+                interval: 2.0,
+                ..cfg()
+            },
+        );
+        interval(&mut r, 0.0, 2, 2);
+        interval(&mut r, 2.0, 4, 3);
+        r.metrics(4.0);
+        assert_eq!(r.analyzer.slope(0), Some(0.5), "two intervals: one pair");
+        interval(&mut r, 4.0, 8, 4);
+        r.metrics(6.0);
+        assert_eq!(r.analyzer.slope(0), Some(0.75));
+        // A fourth interval pushes the first out of the window of m = 3: (4, 3) → (8, 4)
+        // gives 0.25, then (8, 4) → (8, 4) has no arrival change and is skipped.
+        interval(&mut r, 6.0, 8, 4);
+        r.metrics(8.0);
+        assert_eq!(r.analyzer.slope(0), Some(0.25));
+        assert!(r.analyzer.dispatchable[0]);
+    }
+
+    /// (2, 2), (4, 4), (6, 4): slope 1 + 0 over the window of m = 3, still dispatchable;
+    /// the last pair alone (0) would not be.
+    #[test]
+    fn the_window_holds_m_intervals() {
+        let mut r = Redal::new(1, 0, cfg());
+        for (t, (a, c)) in [(2, 2), (4, 4), (6, 4)].into_iter().enumerate() {
             interval(&mut r, t as f64, a, c);
         }
-        let t = 4.0;
-        assert_eq!(r.pick(t + 0.1, &req(77, Some(0), None)), None);
-        // The standard variant sends it to the least loaded server anyway.
-        let mut std = Redal::new(1, 0, cfg());
-        std.analyzer.dispatchable[0] = false;
-        std.load.sent(0);
-        assert_eq!(std.pick(t, &req(77, Some(0), None)), Some(0));
+        r.metrics(3.0);
+        assert_eq!(r.analyzer.slope(0), Some(1.0));
+        assert!(r.analyzer.dispatchable[0]);
+    }
+
+    #[test]
+    fn unchanged_arrivals_give_no_slope_and_keep_the_server_dispatchable() {
+        let mut r = Redal::new(1, 0, cfg());
+        interval(&mut r, 0.0, 2, 2);
+        interval(&mut r, 1.0, 2, 1);
+        r.metrics(2.0);
+        assert_eq!(r.analyzer.slope(0), None);
+        assert!(r.analyzer.dispatchable[0]);
+    }
+
+    #[test]
+    fn a_later_slice_keeps_the_reservations_still_ahead() {
+        let mut r = Redal::new(1, 0, cfg());
+        r.metrics(2.5); // slice 2
+        r.pick(2.5, &req(1, None, None)); // reserved for ⌊2.5 + 3⌋ = 5
+        r.metrics(3.5); // slice 3: one slice passed, slice 5 still two ahead
+        assert_eq!(r.expected(5, 0), 1);
+    }
+
+    #[test]
+    fn others_reservations_count_in_the_modified_load() {
+        let mut r = Redal::new(2, 1, cfg());
+        r.sync(
+            0.2,
+            &Metrics {
+                active: vec![0, 0],
+                slice: 0,
+                actual: vec![1, 0],
+                expected: vec![vec![2, 0]],
+            },
+        );
+        assert_eq!(r.modified_load(0), 1.0 + 0.5 * 2.0);
+    }
+
+    /// Ties between equal modified loads rotate from the server after the last pick.
+    #[test]
+    fn ties_rotate_over_the_servers() {
+        let mut r = Redal::new(3, 0, cfg());
+        let picks: Vec<_> = (0..4)
+            .map(|i| r.pick(0.1, &req(i, None, None)).unwrap())
+            .collect();
+        assert_eq!(picks, [0, 1, 2, 0]);
+    }
+
+    /// Reservations of sessions that never came back are dropped once the map holds
+    /// more than 1024 + twice what the last pass kept; the live ones stay.
+    #[test]
+    fn expired_reservations_are_pruned_past_the_threshold() {
+        let fill = |n: u64| {
+            let mut r = Redal::new(1, 0, cfg());
+            (0..n).for_each(|i| {
+                r.pick(0.1, &req(i, None, None));
+            });
+            r.pick(9.1, &req(n, None, None)); // slice 9: all but this one expired
+            r.reservations.len()
+        };
+        assert_eq!(fill(1024), 1025, "1024 reservations: not yet");
+        assert_eq!(fill(1025), 1, "1025: only the live one is kept");
     }
 
     #[test]

@@ -290,7 +290,49 @@ mod tests {
             let other = 1 - k;
             assert!(p.load.get(k) - 1 <= p.load.get(other));
         }
+        assert_eq!(p.load.get(0) + p.load.get(1), 50, "every pick counted");
         assert!((p.load.get(0) - p.load.get(1)).abs() <= 1);
+    }
+
+    #[test]
+    fn least_active_ties_start_after_the_last_pick() {
+        let mut p = LeastActive::new(3);
+        let picks: Vec<_> = (0..4).map(|_| p.pick(0.0, &req(None)).unwrap()).collect();
+        assert_eq!(picks, [0, 1, 2, 0]);
+        assert_eq!(p.metrics(0.0).active, [2, 1, 1], "its own active counts");
+    }
+
+    /// On a tie the first draw wins: with every server idle, the picks are the first
+    /// draws of the seeded generator.
+    #[test]
+    fn power_of_two_keeps_the_first_draw_on_a_tie() {
+        let mut p = PowerOfTwo::new(3, 11);
+        let mut rng = Pcg64Mcg::seed_from_u64(11);
+        for _ in 0..50 {
+            let a = rng.random_range(0..3);
+            rng.random_range(0..2);
+            let k = p.pick(0.0, &req(None)).unwrap();
+            assert_eq!(k, a);
+            p.done(0.0, k, 0);
+        }
+    }
+
+    /// Its two draws are distinct, so the one busiest server never wins.
+    #[test]
+    fn power_of_two_never_picks_the_busiest_of_three() {
+        let mut p = PowerOfTwo::new(3, 5);
+        p.sync(
+            0.0,
+            &Metrics {
+                active: vec![9, 0, 0],
+                ..Default::default()
+            },
+        );
+        for _ in 0..100 {
+            let k = p.pick(0.0, &req(None)).unwrap();
+            assert_ne!(k, 0);
+            p.done(0.0, k, 0);
+        }
     }
 
     #[test]
@@ -316,6 +358,17 @@ mod tests {
         // New sessions: round robin, skipping servers at the cap (1 is full).
         assert_eq!(p.pick(0.0, &req(None)), Some(0));
         assert_eq!(p.pick(0.0, &req(None)), Some(2));
+    }
+
+    /// Cap 1: each session finds its server full and moves to the least active; the
+    /// ties start after the last pick.
+    #[test]
+    fn affinity_cap_ties_start_after_the_last_pick() {
+        let mut p = AffinityCap::new(3, 1);
+        let picks: Vec<_> = [0, 0, 1, 2]
+            .map(|h| p.pick(0.0, &req(Some(h))).unwrap())
+            .to_vec();
+        assert_eq!(picks, [0, 1, 2, 0]);
     }
 
     /// The ReDAL paper's worked example (§I-C, Figs. 2–3): two servers, RR + affinity,

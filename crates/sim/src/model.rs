@@ -679,6 +679,8 @@ mod tests {
             e.starts_with("engine model: workload.think: the simulated clock stopped at 0 s"),
             "{e}"
         );
+        // The limit: 10⁶ + 16 per closed client, so the 1 000 033rd event at 0 s stops it.
+        assert!(e.contains("(1000033 events at that instant)"), "{e}");
         // With a think time the same model runs.
         m["workload"]["think"] = json!({"kind": "constant", "value": 0.001});
         assert!(crate::simulate(&m.to_string(), |_| true).is_ok());
@@ -781,6 +783,256 @@ mod tests {
                 prop_assert!(e.starts_with("engine model: "), "{}", e);
             }
         }
+    }
+
+    /// Every condition of `Model::check` on its own: the rich model with one field
+    /// out of range is refused with that field's path (and, where the edge is valid,
+    /// the edge passes).
+    #[test]
+    fn each_invariant_is_checked_on_its_own() {
+        type Edit = fn(&mut Value);
+        let cases: Vec<(Edit, &str)> = vec![
+            (|m| m["tiers"] = json!([]), "tiers: needs at least one tier"),
+            (|m| m["types"] = json!([]), "tiers: needs at least one tier"),
+            (
+                |m| m["links"][0]["bandwidth"] = json!(0.0),
+                "links.lan: bandwidth",
+            ),
+            (
+                |m| m["links"][0]["loss"] = json!(1.0),
+                "links.lan: bandwidth",
+            ),
+            (
+                |m| m["links"][0]["mss"] = json!(0.0),
+                "links.lan: bandwidth",
+            ),
+            (
+                |m| m["links"][0]["rto"] = json!(-1.0),
+                "links.lan: bandwidth",
+            ),
+            (
+                |m| m["links"][0]["initial_window"] = json!(0.5),
+                "links.lan: bandwidth",
+            ),
+            (
+                |m| m["links"][0]["delay"]["low"] = json!(0.5),
+                "links.lan.delay: Uniform",
+            ),
+            (
+                |m| m["types"][0]["programs"] = json!([]),
+                "requests.home: one program slot per tier",
+            ),
+            (
+                |m| m["run"]["warmup"] = json!(-1.0),
+                "run: need duration > warmup ≥ 0",
+            ),
+            (
+                |m| m["tiers"][0]["gc"]["heap"] = json!(0.0),
+                "tiers.app.gc: gc needs heap > 0",
+            ),
+            (
+                |m| m["tiers"][0]["gc"]["allocation"] = json!(-1.0),
+                "tiers.app.gc: gc",
+            ),
+            (
+                |m| m["tiers"][0]["gc"]["pause"] = json!(-1.0),
+                "tiers.app.gc: gc",
+            ),
+            (
+                |m| m["tiers"][0]["gc"]["per_request"] = json!(-1.0),
+                "tiers.app.gc: gc",
+            ),
+            (
+                |m| m["tiers"][0]["dispatch"]["dispatchers"] = json!(0),
+                "tiers.app.dispatch.dispatchers: need 1 ≤ dispatchers",
+            ),
+            (
+                |m| {
+                    m["tiers"][0]["dispatch"]["dispatchers"] = json!(2);
+                    m["tiers"][0]["dispatch"]["hierarchical"] = json!(true);
+                },
+                "tiers.app.dispatch.dispatchers: need 1 ≤ dispatchers",
+            ),
+            (
+                |m| m["tiers"][0]["dispatch"]["sync_interval"] = json!(0.0),
+                "tiers.app.dispatch: sync interval",
+            ),
+            (
+                |m| m["tiers"][0]["dispatch"]["sync_delay"] = json!(-1.0),
+                "tiers.app.dispatch: sync interval",
+            ),
+            (
+                |m| m["tiers"][0]["dispatch"]["queue_timeout"] = json!(0.0),
+                "tiers.app.dispatch: sync interval",
+            ),
+            (
+                |m| {
+                    m["tiers"][0]["dispatch"]["policy"] =
+                        json!({"policy": "round_robin", "weights": [1, 2]})
+                },
+                "tiers.app.dispatch: round_robin: 2 weights for 1 servers",
+            ),
+            (
+                |m| m["tiers"][0]["pools"][0]["size"] = json!(0),
+                "tiers.app.pools.threads: size ≥ 1",
+            ),
+            (
+                |m| m["tiers"][0]["pools"][0]["timeout"] = json!(-1.0),
+                "tiers.app.pools.threads: size ≥ 1",
+            ),
+            (
+                |m| {
+                    m["tiers"][0]["pools"][0]["retransmit"] = json!({"initial": 0.0, "attempts": 3})
+                },
+                "tiers.app.pools.threads: size ≥ 1",
+            ),
+            (
+                |m| m["tiers"][0]["stations"][0]["cores"] = json!(0),
+                "tiers.app.stations.cpu: cores",
+            ),
+            (
+                |m| m["tiers"][0]["stations"][0]["overhead"] = json!([-1.0]),
+                "tiers.app.stations.cpu: cores",
+            ),
+            (
+                |m| m["tiers"][0]["stations"][1]["iops"] = json!(0.0),
+                "tiers.app.stations.disk: cores",
+            ),
+            (
+                |m| m["tiers"][0]["stations"][1]["hit_ratio"] = json!(1.5),
+                "tiers.app.stations.disk: cores",
+            ),
+            (
+                |m| m["tiers"][0]["stations"][1]["channels"] = json!(0),
+                "tiers.app.stations.disk: cores",
+            ),
+            (
+                |m| m["workload"]["entry_tier"] = json!(1),
+                "workload.entry: entry tier out of range",
+            ),
+            (
+                |m| m["workload"]["population"] = json!({"kind": "open", "session_rate": 0.0}),
+                "workload.population.session_rate: must be finite and > 0",
+            ),
+            (
+                |m| m["workload"]["think"] = json!({"kind": "constant", "value": -1.0}),
+                "workload.think: Constant",
+            ),
+            (
+                |m| m["workload"]["weight"] = json!({"kind": "constant", "value": -1.0}),
+                "workload.session_weight: Constant",
+            ),
+            (
+                |m| m["workload"]["end"]["duration"] = json!({"kind": "constant", "value": -1.0}),
+                "workload.session_end.after_time.duration: Constant",
+            ),
+            (
+                |m| {
+                    m["workload"]["end"] = json!({"kind": "after_requests", "count": {"kind": "constant", "value": -1.0}})
+                },
+                "workload.session_end.after_requests: Constant",
+            ),
+            (
+                |m| m["workload"]["chain"]["start"] = json!(1),
+                "workload.chain: the matrix must be square",
+            ),
+            (
+                |m| m["workload"]["chain"]["matrix"] = json!([[1.0, 0.0]]),
+                "workload.chain: the matrix must be square",
+            ),
+            (
+                |m| m["workload"]["chain"]["matrix"] = json!([[-1.0]]),
+                "workload.chain: probabilities must be finite",
+            ),
+            (
+                |m| m["types"][0]["programs"][0] = json!(null),
+                "workload.chain: a state names a type with no entry-tier program",
+            ),
+            (
+                |m| m["workload"]["chain"]["matrix"] = json!([[0.0]]),
+                "workload.chain: every page and entry state needs a way out",
+            ),
+            (
+                |m| m["workload"]["burst"] = json!({"factor": [1.0, 1.0], "leave": [1.0, 0.0]}),
+                "workload.burstiness: factors",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][1]["station"] = json!(1),
+                "requests.home.app[1]: step Cpu",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][2]["body"][0]["station"] = json!(0),
+                "requests.home.app[2][0]: step Disk",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][2]["body"][1]["link"] = json!(1),
+                "requests.home.app[2][1]: step Transfer",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][2]["body"][2]["time"]["sd"] = json!(-1.0),
+                "requests.home.app[2][2]: Normal",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][2]["count"]["mean"] = json!(-1.0),
+                "requests.home.app[2]: Exponential",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][0] = json!({"op": "call", "tier": 1}),
+                "requests.home.app[0]: step Call { tier: 1 }",
+            ),
+        ];
+        for (edit, text) in cases {
+            let mut m = rich();
+            edit(&mut m);
+            let e = Model::from_json(&m.to_string()).expect_err(text);
+            assert!(
+                e.starts_with("engine model: ") && e.contains(text),
+                "{e}\nwant {text}"
+            );
+        }
+    }
+
+    /// The edges that are valid stay valid.
+    #[test]
+    fn the_edges_of_each_range_pass() {
+        type Edit = fn(&mut Value);
+        let cases: [Edit; 7] = [
+            |m| m["links"][0]["initial_window"] = json!(1.0),
+            |m| m["tiers"][0]["stations"][1]["hit_ratio"] = json!(1.0),
+            |m| m["tiers"][0]["pools"][0]["timeout"] = json!(0.0),
+            |m| m["run"]["warmup"] = json!(0.0),
+            |m| {
+                // An end state issues nothing and needs no way out.
+                m["workload"]["chain"] = json!({
+                    "roles": [{"kind": "request", "type": 0}, {"kind": "end"}],
+                    "start": 0, "matrix": [[0.5, 0.5], [0.0, 0.0]],
+                })
+            },
+            |m| {
+                m["tiers"][0]["servers"] = json!(2);
+                m["tiers"][0]["dispatch"]["dispatchers"] = json!(2);
+                m["tiers"][0]["dispatch"]["hierarchical"] = json!(true);
+            },
+            |m| {
+                let p = m["tiers"][0]["pools"][0].clone();
+                m["tiers"][0]["pools"] = Value::Array(vec![p; MAX_POOLS]);
+            },
+        ];
+        for (i, edit) in cases.into_iter().enumerate() {
+            let mut m = rich();
+            edit(&mut m);
+            if let Err(e) = Model::from_json(&m.to_string()) {
+                panic!("case {i}: {e}");
+            }
+        }
+        let mut m = rich();
+        let p = m["tiers"][0]["pools"][0].clone();
+        m["tiers"][0]["pools"] = Value::Array(vec![p; MAX_POOLS + 1]);
+        let e = Model::from_json(&m.to_string()).unwrap_err();
+        assert!(
+            e.contains("tiers.app.pools: at most 64 pools per tier"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -292,6 +292,7 @@ mod tests {
         assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Acquire::Granted);
         assert_eq!((p.acquired, p.waited, p.timed_out), (3, 2, 1));
         assert_eq!((p.rejected.total, p.rejected.take_window()), (1, 1.0));
+        assert_eq!(p.rejected.take_window(), 0.0, "a new window starts at 0");
         assert_eq!(p.busy.total_max(), 1.0);
     }
 

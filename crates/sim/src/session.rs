@@ -276,3 +276,30 @@ impl Sim {
         s.free.push(slot);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gap_is_per_tier_since_the_previous_arrival() {
+        let w: Workload = serde_json::from_value(serde_json::json!({
+            "entry_tier": 0,
+            "population": {"kind": "closed", "clients": 1},
+            "chain": {"roles": [{"kind": "request", "type": 0}], "start": 0, "matrix": [[1.0]]},
+            "think": {"kind": "constant", "value": 1.0},
+            "weight": {"kind": "constant", "value": 1.0},
+            "end": {"kind": "chain"},
+        }))
+        .unwrap();
+        let mut s = Sessions::new(&w, 2);
+        s.slots.push(Session {
+            homes: vec![(None, None); 2],
+            ..Default::default()
+        });
+        assert_eq!(s.mark_arrival(0, 1, 3.0), None, "the first request: no gap");
+        assert_eq!(s.mark_arrival(0, 1, 4.5), Some(1.5));
+        assert_eq!(s.mark_arrival(0, 0, 5.0), None, "another tier");
+        assert_eq!(s.mark_arrival(0, 1, 8.0), Some(3.5));
+    }
+}

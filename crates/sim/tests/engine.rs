@@ -3,65 +3,11 @@
 //! splits and determinism. (The Python suite checks the same engine through the model
 //! compiler; these let `cargo test` and `cargo mutants` judge the engine alone.)
 
-use serde_json::{json, Value};
+mod common;
+
+use common::*;
+use serde_json::json;
 use trace::Output;
-
-fn exp(mean: f64) -> Value {
-    json!({"kind": "exponential", "mean": mean, "max": null})
-}
-
-fn constant(value: f64) -> Value {
-    json!({"kind": "constant", "value": value})
-}
-
-fn pool(name: &str, size: u32, timeout: Option<f64>) -> Value {
-    json!({"name": name, "kind": "other", "size": size, "timeout": timeout,
-           "max_queue": null, "discipline": "fifo", "retransmit": null})
-}
-
-fn tier(name: &str, servers: u32, pools: Value, stations: Value) -> Value {
-    json!({
-        "name": name, "servers": servers,
-        "dispatch": {"policy": {"policy": "round_robin", "weights": []}, "dispatchers": 1,
-                     "hierarchical": false, "sync_interval": 0.05, "sync_delay": 0.0,
-                     "queue": 1000, "queue_timeout": 10.0},
-        "stateful": false, "gc": null, "pools": pools, "stations": stations,
-    })
-}
-
-/// One tier, one request type running `program`; sessions of one request arriving as
-/// a Poisson stream of `rate` per second.
-fn open_model(rate: f64, tier: Value, program: Value, duration: f64) -> Value {
-    json!({
-        "tiers": [tier], "links": [],
-        "types": [{"name": "job", "priority": 0, "programs": [program]}],
-        "workload": {
-            "entry_tier": 0,
-            "population": {"kind": "open", "session_rate": rate},
-            "chain": {"roles": [{"kind": "request", "type": 0}, {"kind": "end"}], "start": 0,
-                      "matrix": [[0.0, 1.0], [0.0, 0.0]]},
-            "think": constant(0.0), "weight": constant(1.0), "end": {"kind": "chain"}, "burst": null,
-        },
-        "run": {"duration": duration, "warmup": 100.0, "seed": 5, "window": 0.1, "records": false},
-    })
-}
-
-/// Hold the tier's pool 0 for an exponential time of mean `hold`.
-fn held(hold: f64) -> Value {
-    json!([{"op": "acquire", "pool": 0}, {"op": "delay", "time": exp(hold)}, {"op": "release", "pool": 0}])
-}
-
-fn run(model: &Value) -> Output {
-    sim::simulate(&model.to_string(), |_| true).expect("the model runs")
-}
-
-fn close(got: f64, want: f64, rel: f64) {
-    assert!(
-        (got - want).abs() <= rel * want.abs(),
-        "got {got}, want {want} ± {:.1}%",
-        rel * 100.0
-    );
-}
 
 #[test]
 fn a_one_token_pool_is_mm1() {
@@ -95,6 +41,30 @@ fn a_processor_sharing_cpu_is_mm1_ps() {
         100_000.0,
     ));
     close(t.summary.response_time.unwrap().mean, 1.25, 0.04);
+    let cpu = &t.summary.tiers["s"].servers[0].stations["cpu"];
+    assert_eq!(cpu.kind, "cpu");
+    close(cpu.utilization, 0.6, 0.02);
+}
+
+/// One client, 1 s think, 0.01 s requests: the measured period [100, 200) holds the
+/// requests started in it and no other, and its length is duration − warm-up.
+#[test]
+fn only_requests_started_after_the_warm_up_are_measured() {
+    let mut m = open_model(
+        1.0,
+        tier("s", 1, json!([]), json!([])),
+        json!([{"op": "delay", "time": constant(0.01)}]),
+        200.0,
+    );
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    sessions_of(&mut m, 1e9, 1.0);
+    let t = run_recorded(&m);
+    let r = t.records.expect("records");
+    // Sends at 1 + 1.01 k: k = 99 (100.99 s) to 197 (199.97 s).
+    assert_eq!(r.start.len(), 99);
+    assert!(r.start.iter().all(|s| (100.0..200.0).contains(s)));
+    assert_eq!(t.summary.measured_seconds, 100.0);
+    assert_eq!(t.summary.requests.ok, 99);
 }
 
 #[test]
@@ -174,6 +144,28 @@ fn the_same_seed_gives_the_same_run_and_another_seed_another() {
     let mut other = m.clone();
     other["run"]["seed"] = json!(6);
     assert_ne!(run(&other).summary.response_time, a.summary.response_time);
+}
+
+/// `tick` hears the fraction done every 16 384 events and once at the end (1.0).
+#[test]
+fn progress_is_reported_every_16384_events_and_at_the_end() {
+    let m = open_model(
+        0.7,
+        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
+        held(1.0),
+        20_000.0,
+    );
+    let mut fractions = Vec::new();
+    let t = sim::simulate(&m.to_string(), |f| {
+        fractions.push(f);
+        true
+    })
+    .expect("runs");
+    let events = t.summary.events.expect("events counted");
+    assert!(events > 4 * t.summary.requests.ok, "{events} events");
+    assert_eq!(fractions.len() as u64, events / 16384 + 1);
+    assert!(fractions[0] > 0.0 && fractions.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(fractions.last(), Some(&1.0));
 }
 
 #[test]

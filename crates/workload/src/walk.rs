@@ -200,6 +200,22 @@ mod tests {
         out
     }
 
+    /// Rows need not sum to 1: (0.5, 1.5) goes to A a quarter of the time. Over 4000
+    /// steps A's count is 1000 ± 27 (binomial σ); ± 100 is beyond 3.5 σ.
+    #[test]
+    fn the_next_page_follows_the_row_weights() {
+        let mut w = workload(vec![A, B], &[0, 0], SessionEnd::Chain);
+        w.chain.matrix = vec![vec![0.5, 1.5]; 2];
+        let (nav, mut walk) = (Navigator::new(&w), Walk::default());
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        nav.begin(&w, &mut walk, &mut rng, 0.0);
+        nav.first(&w, &mut walk, &mut rng, 0.0);
+        let a = (0..4000)
+            .filter(|_| nav.next(&w, &mut walk, &mut rng, 0.0) == Some(0))
+            .count();
+        assert!((900..=1100).contains(&a), "{a}");
+    }
+
     #[test]
     fn an_end_state_ends_the_session() {
         let w = workload(vec![A, B, StateRole::End], &[1, 2, 2], SessionEnd::Chain);
