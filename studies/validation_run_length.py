@@ -4,9 +4,8 @@ runs serve every request; the paper states no run length). Near capacity, sessio
 wait for their responses, so overload shows up as rejections only once waits reach the
 timeout: short runs overstate the sustainable rate, and the method's λ with them.
 
-At the method's M0 for N = 5 on the profiling mix (read from the full pool-sizing
-study, studies/results/pool_sizing/result.json: run `python studies/pool_sizing.py`
-first), for run lengths of 10, 25 and 55 minutes (what a 2004 testbed could afford)
+At the method's M0 for N = 5 on the profiling mix (read from the quick pool-sizing
+study's committed studies/results/pool_sizing_quick/result.json, which CI checks), for run lengths of 10, 25 and 55 minutes (what a 2004 testbed could afford)
 and timeouts of 10 s and 5 s, 5 runs at each rate from 60% to 105% of the method's λ
 in 5% steps. Reported per (timeout, run length): the measured maximum sustainable rate,
 the method's error against it, and the headroom h = 1 − measured / λ: the rule "offer
@@ -37,10 +36,10 @@ PASSING = 0.6  # the paper's share of runs that must serve every request
 
 
 def method_point() -> tuple[int, float]:
-    """(M0, λ) of the full pool-sizing study for N on the profiling mix."""
-    path = RESULTS / "pool_sizing" / "result.json"
+    """(M0, λ) of the quick pool-sizing study for N on the profiling mix."""
+    path = RESULTS / "pool_sizing_quick" / "result.json"
     if not path.exists():
-        raise SystemExit(f"{path} is missing: run `python studies/pool_sizing.py` first (this study starts from its M0 and λ)")
+        raise SystemExit(f"{path} is missing: run `python studies/pool_sizing.py --quick` first (this study starts from its M0 and λ)")
     row = next(r for r in json.loads(path.read_text())["mixes"]["profiling"]["per_N"] if r["N"] == N)
     return int(row["M0_method"]), float(row["lambda_method"])
 
