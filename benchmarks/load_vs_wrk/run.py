@@ -18,15 +18,16 @@ import json
 import re
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import tierlab.live
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
+from loopback import free_port, wait_for  # noqa: E402
 
 HERE = Path(__file__).parent
 NGINX_CONF = """
@@ -45,23 +46,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port: int, within: float = 10.0) -> None:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"the backend did not open port {port} within {within} s")
 
 
 def cpu(who: int) -> float:

@@ -24,13 +24,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
+from loopback import free_port, wait_for  # noqa: E402
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -78,23 +79,6 @@ POLICIES = {
     "redal": {"policy": "redal", "alpha": 0.9, "slice": 1.0, "think_time": 10.0, "window": 100, "intervals": 5, "interval": 1.0, "wait": False},
 }
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(port: int, within: float = 10.0) -> None:
-    end = time.monotonic() + within
-    while time.monotonic() < end:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"nothing opened port {port} within {within} s")
 
 
 def cpu_seconds(pid: int) -> float:
