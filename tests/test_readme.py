@@ -20,6 +20,7 @@ import pytest
 
 import tierlab
 from tierlab.cli import cli
+from tierlab.model import load_yaml
 
 from conftest import EXAMPLES, ROOT
 
@@ -33,6 +34,9 @@ NOT_RUN = {
     "pip": "installing is CI's first step (.ci/run), before this test can run",
     "python3 -m pytest": "the test suite itself (.ci/run runs it)",
     "cargo test": "the Rust tests (.ci/run runs them)",
+    "cargo install cargo-mutants": "a developer's tool, installed once by hand (docs/mutation-testing.md)",
+    "export CARGO_PROFILE_TEST_DEBUG": "the environment of the mutation runs below",
+    "cargo mutants": "mutation testing takes over an hour on two cores; run by hand (docs/mutation-testing.md)",
 }
 
 
@@ -47,7 +51,7 @@ def blocks(lang: str) -> list[tuple[str, str]]:
     return found
 
 
-BLOCKS = [tierlab.model.load_yaml(b) for _, b in blocks("yaml")]  # 8.0e6 is a number, as in a model file
+BLOCKS = [load_yaml(b) for _, b in blocks("yaml")]  # 8.0e6 is a number, as in a model file
 
 
 def test_readme_model_runs():
