@@ -199,6 +199,14 @@ pub struct Limits {
     /// Bytes of request line and headers at most (beyond: 431).
     #[serde(default = "Limits::default_max_header_bytes")]
     pub max_header_bytes: usize,
+    /// Seconds a client has to send a body of at most `buffer_body` bytes, read whole
+    /// before dispatch (beyond: 408, and no backend was held meanwhile).
+    #[serde(default = "Limits::default_body_timeout")]
+    pub body_timeout: f64,
+    /// Bytes of request body read whole before dispatch; a larger body streams to the
+    /// backend as it comes (bounded by `backend_timeout`).
+    #[serde(default = "Limits::default_buffer_body")]
+    pub buffer_body: usize,
     /// Seconds a backend has to answer (headers) before the request gets 504.
     #[serde(default = "Limits::default_backend_timeout")]
     pub backend_timeout: f64,
@@ -214,6 +222,12 @@ impl Limits {
     fn default_max_header_bytes() -> usize {
         16 * 1024
     }
+    fn default_body_timeout() -> f64 {
+        10.0
+    }
+    fn default_buffer_body() -> usize {
+        64 * 1024
+    }
     fn default_backend_timeout() -> f64 {
         60.0
     }
@@ -227,6 +241,8 @@ impl Default for Limits {
         Limits {
             header_timeout: Self::default_header_timeout(),
             max_header_bytes: Self::default_max_header_bytes(),
+            body_timeout: Self::default_body_timeout(),
+            buffer_body: Self::default_buffer_body(),
             backend_timeout: Self::default_backend_timeout(),
             idle_per_backend: Self::default_idle_per_backend(),
         }
@@ -284,6 +300,7 @@ impl Config {
             ("health.retry", self.health.retry),
             ("health.connect_timeout", self.health.connect_timeout),
             ("limits.header_timeout", self.limits.header_timeout),
+            ("limits.body_timeout", self.limits.body_timeout),
             ("limits.backend_timeout", self.limits.backend_timeout),
             ("session.idle", self.session.idle),
         ] {

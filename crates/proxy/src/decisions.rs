@@ -24,8 +24,10 @@ pub enum Outcome {
     QueueFull,
     QueueTimeout,
     NoBackend,
-    /// The client's request body broke off while it was being sent on (400).
+    /// The client's request body broke off while it was read or sent on (400).
     ClientAborted,
+    /// The client's request body did not arrive within `limits.body_timeout` (408).
+    ClientTimeout,
 }
 
 #[derive(Debug, Clone, Serialize)]

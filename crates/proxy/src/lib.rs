@@ -6,6 +6,7 @@
 //! and serves until [`Proxy::shutdown`]. The binary `tierlab-proxy` wraps it.
 
 mod admin;
+mod body;
 mod classify;
 mod coarse_timer;
 pub mod config;
@@ -98,6 +99,8 @@ impl Proxy {
                 .as_deref()
                 .map(DecisionLog::create)
                 .transpose()?,
+            body_timeout: Duration::from_secs_f64(c.limits.body_timeout),
+            buffer_body: c.limits.buffer_body,
             backend_timeout: Duration::from_secs_f64(c.limits.backend_timeout),
             retry_after: HeaderValue::from(c.queue.retry_after),
         });

@@ -16,6 +16,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, HOST, RETRY_AFTER, SET_COOKIE};
 use hyper::{Request, Response, StatusCode, Uri};
 
+use crate::body::{BrokeOff, ClientBody};
 use crate::classify::Classifier;
 use crate::config::CookieMode;
 use crate::decisions::{Decision, DecisionLog, Outcome};
@@ -28,6 +29,8 @@ pub struct State {
     pub upstreams: Vec<Arc<Upstream>>,
     pub classify: Classifier,
     pub log: Option<DecisionLog>,
+    pub body_timeout: Duration,
+    pub buffer_body: usize,
     pub backend_timeout: Duration,
     pub retry_after: HeaderValue,
 }
@@ -74,7 +77,6 @@ pub async fn handle(
             .unwrap_or_else(|_| Uri::from_static("/"));
     }
     parts.version = hyper::Version::HTTP_11;
-    let mut req = Request::from_parts(parts, body);
     let mut redispatched = 0u32;
     let decision =
         |server: Option<usize>, lease: Option<&Lease>, redispatched: u32, status: u16, outcome| {
@@ -92,6 +94,32 @@ pub async fn handle(
                 rt: d.clock.now() - t0,
             }
         };
+    // The body (if small) before any backend is chosen: a slow client holds none.
+    let body = match tokio::time::timeout(
+        state.body_timeout,
+        ClientBody::read(body, state.buffer_body),
+    )
+    .await
+    {
+        Ok(Ok(body)) => body,
+        Ok(Err(BrokeOff)) => {
+            d.stats.client_aborted.inc();
+            state.log(decision(None, None, 0, 400, Outcome::ClientAborted));
+            return Ok(plain(
+                StatusCode::BAD_REQUEST,
+                "the request body broke off\n",
+            ));
+        }
+        Err(_) => {
+            d.stats.client_timeouts.inc();
+            state.log(decision(None, None, 0, 408, Outcome::ClientTimeout));
+            return Ok(plain(
+                StatusCode::REQUEST_TIMEOUT,
+                "the request body did not arrive in time\n",
+            ));
+        }
+    };
+    let mut req = Request::from_parts(parts, body);
     let remember = key.known || state.classify.cookie_mode() != CookieMode::None;
     loop {
         let lease = match d

@@ -36,6 +36,7 @@ pub struct Stats {
     pub gateway_timeout: Counter,
     pub truncated: Counter,
     pub client_aborted: Counter,
+    pub client_timeouts: Counter,
     pub redispatches: Counter,
     pub sync_messages: Counter,
     pub sync_datagrams: Counter,
@@ -126,6 +127,10 @@ impl Stats {
             "client_aborted",
             "400: the client's request body broke off while being sent on",
         );
+        let client_timeouts = counter(
+            "client_timeouts",
+            "408: the client's request body did not arrive within limits.body_timeout",
+        );
         let redispatches = counter(
             "redispatches",
             "requests that never reached a backend, sent to another",
@@ -167,6 +172,7 @@ impl Stats {
             gateway_timeout,
             truncated,
             client_aborted,
+            client_timeouts,
             redispatches,
             sync_messages,
             sync_datagrams,

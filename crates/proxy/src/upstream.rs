@@ -21,13 +21,14 @@ use std::time::Duration;
 use bytes::{Buf, Bytes, BytesMut};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use hyper::header::{HeaderName, HeaderValue, CONNECTION, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use hyper::{HeaderMap, Method, Request, Response, StatusCode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tokio_util::io::poll_read_buf;
+
+use crate::body::ClientBody;
 
 /// Response header fields beyond this many: the response is refused (502).
 const MAX_HEADERS: usize = 100;
@@ -88,7 +89,7 @@ pub struct Upstream {
 #[allow(clippy::large_enum_variant)]
 pub enum Failure {
     /// The backend refused (or did not accept in time): the request is handed back.
-    Refused(Request<Incoming>),
+    Refused(Request<ClientBody>),
     /// The request was (at least partly) written and no valid response head came.
     Lost,
     /// The client's request body broke off (the client is gone or lied about it).
@@ -144,11 +145,11 @@ impl Upstream {
     /// the connection.
     pub async fn send(
         &self,
-        req: Request<Incoming>,
+        req: Request<ClientBody>,
         timeout: Duration,
     ) -> Result<Response<UpstreamBody>, Failure> {
-        let head_only = req.body().is_end_stream();
-        let length = req.body().size_hint().exact();
+        let head_only = req.body().is_empty();
+        let length = req.body().length();
         let head = request_head(&req, self.addr, head_only, length);
         let head_request = req.method() == Method::HEAD;
         let pooled = match self.take_idle() {
@@ -196,7 +197,7 @@ impl Upstream {
 /// The request line and header fields, framing decided here (the hop-by-hop fields,
 /// Transfer-Encoding among them, are gone already).
 fn request_head(
-    req: &Request<Incoming>,
+    req: &Request<ClientBody>,
     addr: SocketAddr,
     head_only: bool,
     length: Option<u64>,
@@ -227,27 +228,21 @@ fn request_head(
 
 async fn write_body(
     stream: &mut TcpStream,
-    mut body: Incoming,
+    body: ClientBody,
     chunked: bool,
 ) -> Result<(), Failure> {
-    while let Some(frame) = body.frame().await {
+    let (read, mut rest) = match body {
+        ClientBody::Whole(all) => (all, None),
+        ClientBody::Streaming(read, rest) => (read, Some(rest)),
+    };
+    write_data(stream, &read, chunked).await?;
+    while let Some(frame) = match rest.as_mut() {
+        Some(r) => r.frame().await,
+        None => None,
+    } {
         let frame = frame.map_err(|_| Failure::ClientBody)?;
-        let Ok(data) = frame.into_data() else {
-            continue; // trailers are not forwarded
-        };
-        if data.is_empty() {
-            continue;
-        }
-        if chunked {
-            let size = format!("{:x}\r\n", data.len());
-            stream
-                .write_all(size.as_bytes())
-                .await
-                .map_err(|_| Failure::Lost)?;
-            stream.write_all(&data).await.map_err(|_| Failure::Lost)?;
-            stream.write_all(b"\r\n").await.map_err(|_| Failure::Lost)?;
-        } else {
-            stream.write_all(&data).await.map_err(|_| Failure::Lost)?;
+        if let Ok(data) = frame.into_data() {
+            write_data(stream, &data, chunked).await?; // trailers are not forwarded
         }
     }
     if chunked {
@@ -257,6 +252,24 @@ async fn write_body(
             .map_err(|_| Failure::Lost)?;
     }
     Ok(())
+}
+
+/// One piece of a request body, as a chunk if the body is chunked.
+async fn write_data(stream: &mut TcpStream, data: &[u8], chunked: bool) -> Result<(), Failure> {
+    if data.is_empty() {
+        return Ok(()); // an empty chunk would end a chunked body
+    }
+    if chunked {
+        let size = format!("{:x}\r\n", data.len());
+        stream
+            .write_all(size.as_bytes())
+            .await
+            .map_err(|_| Failure::Lost)?;
+        stream.write_all(data).await.map_err(|_| Failure::Lost)?;
+        stream.write_all(b"\r\n").await.map_err(|_| Failure::Lost)
+    } else {
+        stream.write_all(data).await.map_err(|_| Failure::Lost)
+    }
 }
 
 /// Read and parse the response head (skipping 1xx interim responses); None if the

@@ -8,6 +8,7 @@ mod common;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use bytes::Bytes;
 use common::*;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -99,6 +100,55 @@ async fn a_trickling_client_is_timed_out_without_a_backend_connection() {
     assert!(closed, "the proxy kept a trickling client");
     assert_eq!(b.seen.connections.load(Ordering::SeqCst), 0);
     assert_eq!(get(p.addr, "/", &[]).await.status, 200);
+    p.shutdown().unwrap();
+}
+
+/// A body trickled byte by byte is read before dispatch: 408 after `body_timeout`, and
+/// no backend was connected to meanwhile. A small body sent at once is forwarded whole;
+/// one past `buffer_body` streams (chunked toward the backend when its length is unknown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_body_gets_408_without_a_backend_connection() {
+    let b = backend(0).await;
+    let p = start(
+        &[b.addr],
+        json!({"policy": "round_robin"}),
+        json!({"limits": {"body_timeout": 0.5, "buffer_body": 16}}),
+    )
+    .await;
+    let mut s = tokio::net::TcpStream::connect(p.addr).await.unwrap();
+    s.write_all(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = Vec::new();
+    // 200 ms a byte: the body would take 2 s; the proxy allows 0.5 s.
+    for byte in b"0123456789" {
+        if s.write_all(&[*byte]).await.is_err() {
+            break;
+        }
+        let mut buf = [0u8; 256];
+        if let Ok(Ok(n)) = tokio::time::timeout(Duration::from_millis(200), s.read(&mut buf)).await
+        {
+            reply.extend_from_slice(&buf[..n]);
+            break;
+        }
+    }
+    assert_eq!(status(&String::from_utf8_lossy(&reply)), 408);
+    assert_eq!(b.seen.connections.load(Ordering::SeqCst), 0);
+    assert_eq!(p.summary()["proxy"]["client_timeouts"], 1);
+    // Bodies still arrive whole: within the buffer, past it with a known length, and
+    // past it chunked (the backend echoes the bytes it got).
+    let mut c = Client::connect(p.addr).await;
+    let small = c.send("POST", "/", &[], Bytes::from_static(b"small")).await;
+    assert_eq!(small.body, "backend 0 got 5 bytes");
+    let long = c.send("POST", "/", &[], Bytes::from(vec![b'x'; 40])).await;
+    assert_eq!(long.body, "backend 0 got 40 bytes");
+    let chunked = raw(
+        p.addr,
+        b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n\
+          a\r\n0123456789\r\n1e\r\n0123456789abcdefghij0123456789\r\n0\r\n\r\n",
+    )
+    .await;
+    assert!(chunked.ends_with("backend 0 got 40 bytes"), "{chunked}");
     p.shutdown().unwrap();
 }
 
