@@ -16,7 +16,7 @@ use hyper::body::Incoming;
 use hyper::header::{HeaderValue, HOST, RETRY_AFTER, SET_COOKIE};
 use hyper::{Request, Response, StatusCode, Uri};
 
-use crate::body::{BrokeOff, ClientBody};
+use crate::body::{ClientBody, Unread};
 use crate::classify::Classifier;
 use crate::config::CookieMode;
 use crate::decisions::{Decision, DecisionLog, Outcome};
@@ -95,14 +95,9 @@ pub async fn handle(
             }
         };
     // The body (if small) before any backend is chosen: a slow client holds none.
-    let body = match tokio::time::timeout(
-        state.body_timeout,
-        ClientBody::read(body, state.buffer_body),
-    )
-    .await
-    {
-        Ok(Ok(body)) => body,
-        Ok(Err(BrokeOff)) => {
+    let body = match ClientBody::read(body, state.buffer_body, state.body_timeout).await {
+        Ok(body) => body,
+        Err(Unread::BrokeOff) => {
             d.stats.client_aborted.inc();
             state.log(decision(None, None, 0, 400, Outcome::ClientAborted));
             return Ok(plain(
@@ -110,7 +105,7 @@ pub async fn handle(
                 "the request body broke off\n",
             ));
         }
-        Err(_) => {
+        Err(Unread::TimedOut) => {
             d.stats.client_timeouts.inc();
             state.log(decision(None, None, 0, 408, Outcome::ClientTimeout));
             return Ok(plain(
