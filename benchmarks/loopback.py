@@ -1,9 +1,30 @@
-"""What the loopback benchmarks share: a free port, and waiting for a server to open one."""
+"""What the loopback benchmarks share: a free port, waiting for a server to open one,
+and the nginx backend they load (one worker, a fixed 200 response)."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
+from pathlib import Path
+
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+error_log {prefix}/error.log;
+pid {prefix}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    keepalive_requests 10000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {prefix}/body;
+    server {{
+{listen}
+        location / {{ return 200 "hello, tierlab\\n"; }}
+    }}
+}}
+"""
 
 
 def free_port() -> int:
@@ -21,3 +42,13 @@ def wait_for(port: int, within: float = 10.0) -> None:
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"nothing opened port {port} within {within} s")
+
+
+def start_nginx(prefix: str, ports: list[int]) -> subprocess.Popen:
+    """nginx listening on `ports`, its files in the folder `prefix`; once it accepts."""
+    listen = "\n".join(f"        listen 127.0.0.1:{p} backlog=4096;" for p in ports)
+    (Path(prefix) / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, listen=listen))
+    nginx = subprocess.Popen(["nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"], stderr=subprocess.DEVNULL)
+    for p in ports:
+        wait_for(p)
+    return nginx

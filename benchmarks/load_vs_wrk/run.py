@@ -27,25 +27,9 @@ from pathlib import Path
 import tierlab.live
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import free_port, wait_for  # noqa: E402
+from loopback import free_port, start_nginx  # noqa: E402
 
 HERE = Path(__file__).parent
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-error_log {prefix}/error.log;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 10000000;
-    client_body_temp_path {prefix}/body;
-    server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location / {{ return 200 "hello, tierlab\\n"; }}
-    }}
-}}
-"""
 
 
 def cpu(who: int) -> float:
@@ -94,10 +78,8 @@ def main() -> None:
             sys.exit(f"{tool} not found: apt-get install wrk nginx-light")
     port = free_port()
     with tempfile.TemporaryDirectory() as prefix:
-        (Path(prefix) / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, port=port))
-        nginx = subprocess.Popen(["nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"], stderr=subprocess.DEVNULL)
+        nginx = start_nginx(prefix, [port])
         try:
-            wait_for(port)
             rows = []
             for r in range(a.rounds):  # alternate, so drift hits both alike
                 rows.append(("wrk", r, run_wrk(port, a.connections, a.threads, a.duration)))

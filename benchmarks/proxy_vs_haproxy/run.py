@@ -31,28 +31,10 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import free_port, wait_for  # noqa: E402
+from loopback import free_port, start_nginx, wait_for  # noqa: E402
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
-NGINX_CONF = """
-worker_processes 1;
-daemon off;
-error_log {prefix}/error.log;
-pid {prefix}/nginx.pid;
-events {{ worker_connections 4096; }}
-http {{
-    access_log off;
-    keepalive_requests 10000000;
-    keepalive_timeout 300s;
-    client_body_temp_path {prefix}/body;
-    server {{
-        listen 127.0.0.1:{p1} backlog=4096;
-        listen 127.0.0.1:{p2} backlog=4096;
-        location / {{ return 200 "hello, tierlab\\n"; }}
-    }}
-}}
-"""
 HAPROXY_CONF = """
 global
     nbthread 1
@@ -135,9 +117,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as prefix:
         d = Path(prefix)
         try:
-            (d / "nginx.conf").write_text(NGINX_CONF.format(prefix=prefix, p1=p1, p2=p2))
-            procs.append(subprocess.Popen(["nginx", "-p", prefix, "-c", f"{prefix}/nginx.conf"], stderr=subprocess.DEVNULL))
-            wait_for(p1)
+            procs.append(start_nginx(prefix, [p1, p2]))
             port = free_port()
             (d / "haproxy.cfg").write_text(HAPROXY_CONF.format(port=port, p1=p1, p2=p2))
             procs.append(subprocess.Popen(["haproxy", "-db", "-f", str(d / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
