@@ -114,7 +114,10 @@ def test_session_state_in_redis_follows_a_migrating_session(tmp_path):
         bed = testbed.Testbed(tmp_path / "live")
         trace = bed.run(model, MAPPING)
         fetched = sum(a.metrics()["sessions"]["migrations"] for a in bed.admins)
+        moved = bed.proxies[0].summary()["dispatch"]["session_migrations"]
     finally:
         testbed.down(tmp_path / "live")
     assert trace.requests["app.migrated"].mean() > 0.3  # round robin moves sessions every request
-    assert fetched > 0  # the servers fetched the moved sessions' state from Redis
+    # Every move the proxy made, a server fetched the state from Redis (give or take the
+    # requests the clients abandoned at the end: one per client at most). Measured: 690 vs 689.
+    assert moved > 100 and abs(fetched - moved) <= 12
