@@ -20,6 +20,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
 
@@ -456,7 +457,7 @@ class Testbed:
                 trace.requests = join_server_records(trace.requests, pd.concat(records, ignore_index=True), app)
             if decisions is not None:
                 migrated = decisions.dropna(subset=["request"]).drop_duplicates("request").set_index("request")["migrated"]
-                trace.requests[f"{app}.migrated"] = migrated.reindex(trace.requests["id"].to_numpy()).fillna(False).to_numpy(dtype=bool)
+                trace.requests[f"{app}.migrated"] = migrated.reindex(trace.requests["id"].to_numpy()).fillna(False).to_numpy(dtype=np.uint8)
         if stopped is not None:
             raise RunInterrupted(trace) from stopped
         return trace
