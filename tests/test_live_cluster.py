@@ -122,3 +122,22 @@ def test_session_state_in_redis_follows_a_migrating_session(tmp_path):
     # Every move the proxy made, a server fetched the state from Redis (give or take the
     # requests the clients abandoned at the end: one per client at most). Measured: 690 vs 689.
     assert moved > 100 and abs(fetched - moved) <= 12
+
+
+def test_two_shared_proxies_split_the_sessions_and_exchange_metrics(tmp_path):
+    """P = 2 shared dispatchers: session s enters through proxy s mod 2, both place
+    requests on both servers, and they exchange load metrics (counted as the simulator
+    counts them)."""
+    model = cluster_model({"policy": "least_active", "dispatchers": 2, "sync": {"interval": 0.05}})
+    state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
+    try:
+        assert len(state.proxies) == 2
+        trace = testbed.Testbed(tmp_path / "live").run(model, MAPPING)
+    finally:
+        testbed.down(tmp_path / "live")
+    logs = [read_decisions(m["decisions"]) for m in state.proxies]
+    assert all(set(log["session"]) and set(log["server"].dropna()) == set(range(K)) for log in logs)
+    assert set(logs[0]["session"]).isdisjoint(logs[1]["session"])  # each session through one proxy
+    d = trace.summary["tiers"]["app"]["dispatch"]
+    assert d["dispatchers"] == 2 and d["sync_messages"] > 0 and d["sync_payload_bytes"] > 0
+    assert trace.summary["requests"]["error"] == 0

@@ -62,8 +62,11 @@ class State:
 
     @property
     def target(self) -> str:
-        """Where clients connect: the first proxy of a cluster, else the bookstore."""
-        return f"127.0.0.1:{self.proxies[0]['port'] if self.proxies else self.port}"
+        return self.targets()[0]
+
+    def targets(self) -> list[str]:
+        """Where clients connect: a cluster's proxies (session s to proxy s mod P), else the bookstore."""
+        return [f"127.0.0.1:{p}" for p in ([m["port"] for m in self.proxies] or [self.port])]
 
     def pids(self) -> list[int]:
         """Every process `up` started (each leads a process group of its own)."""
@@ -379,7 +382,7 @@ class Testbed:
         resource monitor on. Returns the trace in the simulator's schema; Ctrl-C raises
         RunInterrupted with what was measured until then, the servers' side joined.
 
-        On a cluster the load enters through the first proxy; each request's
+        On a cluster session s enters through proxy s mod P; each request's
         `<tier>.server` is the server that recorded it, `<tier>.migrated` the proxy's
         decision, and `summary.tiers.<tier>.dispatch` the proxies' counts over the run.
 
@@ -410,9 +413,10 @@ class Testbed:
         stopped: KeyboardInterrupt | None = None
         with Monitor(pids, window, origin) as mon:
             try:
-                trace = generate_load(loaded, mapping, target=self.state.target, **load_args)
+                trace = generate_load(loaded, mapping, target=self.state.target, also=self.state.targets()[1:], **load_args)
             except RunInterrupted as e:  # Ctrl-C: the server's side of what was measured is still joined
                 trace, stopped = e.result, e
+        ends = [p.summary() for p in self.proxies]  # the run's counts end with its load, not after the collection
         s = trace.summary
         period = Period(window, s["warmup"], s["elapsed"] or 0.0)
         missing = mon.missing()
@@ -448,7 +452,7 @@ class Testbed:
         decisions = None
         if self.proxies:
             decisions = self._decisions(marks)
-            tiers[app]["dispatch"] = dispatch_over_run([m[1] for m in marks], [p.summary() for p in self.proxies])
+            tiers[app]["dispatch"] = dispatch_over_run([m[1] for m in marks], ends)
         s["tiers"] = tiers
         s["missing"] = dict(sorted(missing.items()))
         if trace.requests is not None:
