@@ -139,7 +139,9 @@ def live_config(workdir, threads, connections, caching, timeout) -> None:
 
     pools: dict[str, dict] = {"threads": {"size": threads, "timeout": timeout}, "connections": {"size": connections, "timeout": timeout, "caching": caching}}
     settings = {p: {k: v for k, v in kv.items() if v is not None} for p, kv in pools.items()}
-    click.echo(json.dumps(testbed.Testbed(workdir).admin.configure({p: kv for p, kv in settings.items() if kv}), indent=2))
+    change = {p: kv for p, kv in settings.items() if kv}
+    results = [admin.configure(change) for admin in testbed.Testbed(workdir).admins]  # every server of a cluster
+    click.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
 
 
 @live.command("run")
