@@ -295,6 +295,10 @@ class Admin:
         """Set pools: {"threads": {"size": …, …}, "connections": {…}} (see `serve`)."""
         return self._call("POST", "/config", settings)
 
+    def forget_sessions(self) -> None:
+        """Every session's state dropped (the bookstore's, the proxy's homes)."""
+        self._call("POST", "/sessions/forget", {})
+
     def observe(self, origin: float, window: float) -> None:
         self._call("POST", "/observe", {"origin": origin, "window": window})
 
@@ -404,6 +408,10 @@ class Testbed:
         self.wait_idle()
         for admin in self.admins:
             admin.drain()
+        # The load generator numbers sessions from 1 in every run: without this, a run's
+        # session 1 would find the last run's session 1 at home on some server.
+        for a in [*self.proxies, *self.admins]:
+            a.forget_sessions()
         marks = [(Path(m["decisions"]).stat().st_size, p.summary()) for m, p in zip(self.state.proxies, self.proxies)]
         window = loaded.spec.run.window
         origin = time.monotonic()

@@ -14,6 +14,7 @@ Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
                  priority; {} is FIFO), and for connections "caching" (request|transaction)
   POST /observe  {"origin": monotonic seconds, "window": seconds}: start the per-window
                  observation of a run afresh
+  POST /sessions/forget  drop every session's state (in this process, and in Redis)
   POST /drain    {"windows": n} → {"records": [...], "windows": {...}}: the per-request
                  phase records since the last drain, and the observation's first n windows
 """
@@ -164,6 +165,9 @@ def admin_server(tier: Tier, port: int, token: str, sessions: SessionStore | Non
                     return self._reply(200, {"records": tier.drain(), "windows": tier.windows(n)})
                 if self.path == "/observe":
                     tier.observe(float(body["origin"]), float(body["window"]))
+                    return self._reply(200, {})
+                if self.path == "/sessions/forget" and sessions is not None:
+                    sessions.forget()
                     return self._reply(200, {})
                 if self.path == "/config":
                     apply_config(tier, body)

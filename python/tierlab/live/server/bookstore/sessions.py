@@ -31,6 +31,9 @@ class SessionStore(Protocol):
     def save(self, session: str, state: dict) -> None:
         """The state after a request: this server is now the session's home."""
 
+    def forget(self) -> None:
+        """Drop every session's state (a new measured run starts with none)."""
+
 
 class LocalSessions:
     """In-process: the state of the sessions this server has served."""
@@ -48,6 +51,10 @@ class LocalSessions:
                 return {}
             self._states.move_to_end(session)
             return dict(state)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._states.clear()
 
     def save(self, session: str, state: dict) -> None:
         with self._lock:
@@ -88,6 +95,12 @@ class RedisSessions(LocalSessions):
             with self._lock:
                 self.migrations += 1
         return json.loads(copy) if copy else {}
+
+    def forget(self) -> None:
+        super().forget()
+        keys = list(self.redis.scan_iter(match=self._key("*"), count=1000))
+        if keys:
+            self.redis.delete(*keys)
 
     def save(self, session: str, state: dict) -> None:
         super().save(session, state)
