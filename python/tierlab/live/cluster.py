@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..model import LoadedModel, load_model
 from ..model.pools import PoolSetting
-from .testbed import REDIS_SCRIPT, Admin, ProxyAdmin, State, _script, await_admin, database, prepare, save, server_command, spawn
+from .testbed import REDIS_SCRIPT, Admin, ProxyAdmin, State, await_admin, database, prepare, save, server_command, service_script, spawn
 
 
 def free_port() -> int:
@@ -51,7 +51,7 @@ def up_cluster(
     k, p = spec.servers, dispatch["dispatchers"]
     workdir = prepare(workdir, [(port, "--port")] if port else [])
     url = database(workdir, db, num_items, num_ebs, log)
-    sessions = _script(REDIS_SCRIPT, "start", workdir / "redis", "Redis") if spec.session_state is not None else None
+    sessions = service_script(REDIS_SCRIPT, "start", workdir / "redis", "Redis") if spec.session_state is not None else None
     pools = spec.pools
     threads, connections = pools[setting.threads].size, pools[setting.connections].size
     caching = pools[setting.connections].caching
@@ -97,7 +97,7 @@ def up_cluster(
         state.proxies.append({"pid": pid, "port": pport, "admin_port": admin, "log": str(logfile), "decisions": config["decisions"]})
         save(state)
     admins = [Admin(state, m["admin_port"]) for m in state.servers] + [ProxyAdmin(state, m["admin_port"]) for m in state.proxies]
-    await_admin(state, admins, state.pid, Path(state.log))
+    await_admin(state, admins, Path(state.log))
     return state
 
 

@@ -121,7 +121,7 @@ def up(
     pid = spawn(server_command(workdir, url, port, admin_port, threads, connections, caching), logfile)
     state = State(pid, port, admin_port, url, db, str(workdir), str(logfile))
     save(state)
-    await_admin(state, [Admin(state)], pid, logfile)
+    await_admin(state, [Admin(state)], logfile)
     return state
 
 
@@ -148,7 +148,7 @@ def database(workdir: Path, db: str, num_items: int, num_ebs: int, log) -> str:
     if db == "sqlite":
         url = f"sqlite:///{workdir / f'bookstore-{num_items}-{num_ebs}.db'}"
     elif db == "postgres":
-        url = _script(POSTGRES_SCRIPT, "start", workdir.parent / "postgres", "PostgreSQL")
+        url = service_script(POSTGRES_SCRIPT, "start", workdir.parent / "postgres", "PostgreSQL")
     else:
         raise InputError(f"--db must be sqlite or postgres, got {db!r}")
     marker = workdir / f"populated-{db}-{num_items}-{num_ebs}"
@@ -161,7 +161,7 @@ def database(workdir: Path, db: str, num_items: int, num_ebs: int, log) -> str:
     return url
 
 
-def _script(script: Path, command: str, folder: Path, what: str) -> str:
+def service_script(script: Path, command: str, folder: Path, what: str) -> str:
     """Run a service script (postgres.sh, redis.sh); its last line is the URL."""
     out = subprocess.run(["bash", str(script), command, str(folder)], capture_output=True, text=True)
     if out.returncode != 0:
@@ -203,9 +203,9 @@ def save(state: State) -> None:
     _state_file(Path(state.workdir)).write_text(json.dumps(asdict(state), indent=2))
 
 
-def await_admin(state: State, admins: list, pid: int, logfile: Path, within: float = 20.0) -> None:
-    """Wait until every admin endpoint answers (`metrics()`); if one does not in time
-    or a process ends, stop everything and say why, with the end of `logfile`."""
+def await_admin(state: State, admins: list[Admin], logfile: Path, within: float = 20.0) -> None:
+    """Wait until every admin endpoint answers; if one does not in time or a process
+    ends, stop everything and say why, with the end of that process's log (or `logfile`)."""
     deadline = time.monotonic() + within
     for admin in admins:
         while True:
