@@ -23,7 +23,8 @@ pub struct Shared {
     pub cfg: Config,
     nav: Navigator,
     phases: Phases,
-    pub addr: SocketAddr,
+    /// The targets' addresses: `target`, then `also` (config order).
+    addrs: Vec<SocketAddr>,
     pub t0: Instant,
     end: Instant,
     next_request: AtomicU64,
@@ -39,7 +40,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(cfg: Config, addr: SocketAddr) -> Result<Self, String> {
+    pub fn new(cfg: Config, addrs: Vec<SocketAddr>) -> Result<Self, String> {
         let collector = Collector::new(cfg.type_names.len(), cfg.warmup, cfg.window, cfg.records);
         let t0 = Instant::now();
         Ok(Shared {
@@ -47,7 +48,7 @@ impl Shared {
             phases: Phases::new(cfg.workload.burst.as_ref()),
             end: t0 + Duration::from_secs_f64(cfg.duration),
             cfg,
-            addr,
+            addrs,
             t0,
             next_request: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
@@ -57,6 +58,17 @@ impl Shared {
             reconnects: AtomicU64::new(0),
             collector: Mutex::new(Some(collector)),
         })
+    }
+
+    /// Session `sid`'s target: its address and its `host:port` (the Host header).
+    fn entry(&self, sid: u64) -> (SocketAddr, &str) {
+        let i = (sid % self.addrs.len() as u64) as usize;
+        let host = if i == 0 {
+            &self.cfg.target
+        } else {
+            &self.cfg.also[i - 1]
+        };
+        (self.addrs[i], host)
     }
 
     fn record(&self, f: impl FnOnce(&mut Collector)) {
@@ -194,7 +206,7 @@ async fn session(
     let start = arrived.unwrap_or_else(Instant::now);
     let now_s = sh.since_start(start);
     sh.nav.begin(w, &mut walk, rng.get(Stream::Session), now_s);
-    browser.new_session();
+    browser.new_session(sh.entry(sid).0);
     let mut values: Vec<String> = sh
         .cfg
         .values
@@ -291,7 +303,7 @@ async fn request(
     let before = browser.reconnects;
     let result = timeout(
         Duration::from_secs_f64(sh.cfg.timeout),
-        browser.fetch(sh.addr, &sh.cfg.target, &out),
+        browser.fetch(sh.entry(sid).0, sh.entry(sid).1, &out),
     )
     .await
     .unwrap_or(Err(Failure::Timeout));

@@ -13,6 +13,10 @@ pub struct Config {
     pub type_names: Vec<String>,
     /// "host:port", loopback or whatever the user gave; nothing else is contacted.
     pub target: String,
+    /// Further "host:port"s: session s goes to `[target, also…][s mod n]`, as the
+    /// simulator's web server i calls dispatcher i mod K (a live cluster's proxies).
+    #[serde(default)]
+    pub also: Vec<String>,
     /// Per request type, in `type_names` order.
     pub requests: Vec<HttpRequest>,
     pub values: Vec<ValueSpec>,

@@ -43,6 +43,8 @@ pub struct Browser {
     /// The request being written.
     out: Vec<u8>,
     cookies: Vec<(String, String)>,
+    /// Where `stream` leads.
+    peer: Option<SocketAddr>,
     /// Connections opened again after the server closed an idle one.
     pub reconnects: u64,
 }
@@ -68,9 +70,14 @@ impl From<Failure> for Attempt {
 }
 
 impl Browser {
-    /// A new session: no cookies; the connection is kept, as a browser would.
-    pub fn new_session(&mut self) {
+    /// A new session, sent to `peer`: no cookies; the connection is kept, as a
+    /// browser would, unless the session goes elsewhere (another of several targets).
+    pub fn new_session(&mut self, peer: SocketAddr) {
         self.cookies.clear();
+        if self.peer != Some(peer) {
+            self.stream = None;
+            self.peer = Some(peer);
+        }
     }
 
     /// Send one request and read the whole response; the body's byte count on success.

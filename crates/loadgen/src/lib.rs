@@ -48,9 +48,12 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
         .build()
         .map_err(|e| format!("cannot start the load generator's runtime: {e}"))?;
     rt.block_on(async move {
-        let addr = reachable(&cfg.target, cfg.connect_timeout).await?;
+        let mut addrs = Vec::with_capacity(1 + cfg.also.len());
+        for target in std::iter::once(&cfg.target).chain(&cfg.also) {
+            addrs.push(reachable(target, cfg.connect_timeout).await?);
+        }
         let duration = cfg.duration;
-        let sh = Arc::new(client::Shared::new(cfg, addr)?);
+        let sh = Arc::new(client::Shared::new(cfg, addrs)?);
         let mut tasks = client::start(&sh);
         let mut interrupted = false;
         let mut ticker = tokio::time::interval(Duration::from_millis(100));

@@ -60,10 +60,14 @@ pub async fn handle(
             "application/json",
             summary::of(&d).to_string(),
         ),
+        (&Method::POST, "/sessions/forget") => {
+            d.forget_sessions();
+            reply(StatusCode::OK, "application/json", "{}".into())
+        }
         _ => reply(
             StatusCode::NOT_FOUND,
             "text/plain",
-            "GET /metrics or /summary\n".into(),
+            "GET /metrics or /summary, POST /sessions/forget\n".into(),
         ),
     }
 }

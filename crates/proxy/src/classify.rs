@@ -127,6 +127,15 @@ impl Classifier {
         (k.trim() == self.cookie).then(|| hash(rest.split(';').next().unwrap_or("").trim()))
     }
 
+    /// The load generator's request id (`X-Tierlab-Request`), by which the live
+    /// trace joins a decision to the client's record of the request.
+    pub fn request_id(headers: &HeaderMap) -> Option<u64> {
+        headers
+            .get("x-tierlab-request")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+    }
+
     /// The request type: the type header's name (or index), else the longest path
     /// prefix, else 0.
     pub fn request_type(&self, headers: &HeaderMap, path: &str) -> usize {

@@ -1,6 +1,6 @@
 //! The per-request decision log: one JSON object per line, written by a thread of its
-//! own so a slow disk never stalls a request (format in README.md). The Python side
-//! folds it into the live trace.
+//! own so a slow disk never stalls a request (format in README.md), flushed whenever
+//! it has caught up. The Python side folds it into the live trace.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -34,6 +34,8 @@ pub enum Outcome {
 pub struct Decision {
     /// Seconds (proxy clock) the request arrived.
     pub t: f64,
+    /// The load generator's request id (`X-Tierlab-Request`), null without one.
+    pub request: Option<u64>,
     pub session: u64,
     #[serde(rename = "type")]
     pub ty: usize,
@@ -64,9 +66,19 @@ impl DecisionLog {
         let (tx, rx) = mpsc::channel::<Decision>();
         let writer = std::thread::spawn(move || {
             let mut out = BufWriter::new(file);
-            for d in rx {
-                serde_json::to_writer(&mut out, &d)?;
-                out.write_all(b"\n")?;
+            while let Ok(mut d) = rx.recv() {
+                // Everything queued is written, then flushed once the queue is empty:
+                // a reader (the live trace, during the proxy's life) sees each line
+                // soon after its request ended, at one write per burst, not per line.
+                loop {
+                    serde_json::to_writer(&mut out, &d)?;
+                    out.write_all(b"\n")?;
+                    match rx.try_recv() {
+                        Ok(next) => d = next,
+                        Err(_) => break,
+                    }
+                }
+                out.flush()?;
             }
             out.flush()
         });

@@ -347,6 +347,12 @@ impl Dispatcher {
         self.drain(&mut g, now);
     }
 
+    /// Forget every session's home and think-time gap (`POST /sessions/forget`: the
+    /// live testbed starts each measured run with none, as a simulation does).
+    pub fn forget_sessions(&self) {
+        self.lock().sessions.clear();
+    }
+
     /// Refresh the gauges read at scrape time (dispatchability, health).
     pub fn refresh_gauges(&self) {
         let g = self.lock();

@@ -3,7 +3,8 @@
 //! runs in virtual time — on the wall clock, in front of live backends.
 //!
 //! [`Proxy::start`] binds everything (client listener, admin endpoint, metric sync)
-//! and serves until [`Proxy::shutdown`]. The binary `tierlab-proxy` wraps it.
+//! and serves until [`Proxy::shutdown`]; [`run_until_signal`] serves as a process
+//! (the binary `tierlab-proxy`, and `python -m tierlab.live.proxy`).
 
 mod admin;
 mod body;
@@ -14,6 +15,7 @@ mod decisions;
 mod dispatcher;
 mod hop;
 mod relay;
+mod run;
 mod sessions;
 mod stats;
 mod summary;
@@ -35,6 +37,7 @@ use tokio::task::JoinHandle;
 
 pub use config::Config;
 pub use decisions::{Decision, Outcome};
+pub use run::run_until_signal;
 
 use classify::Classifier;
 use coarse_timer::CoarseTimer;

@@ -29,37 +29,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // One thread: the current-thread scheduler (no work-stealing bookkeeping).
-    let mut rt = match threads {
-        Some(1) => tokio::runtime::Builder::new_current_thread(),
-        _ => tokio::runtime::Builder::new_multi_thread(),
-    };
-    if let Some(n) = threads.filter(|n| *n > 1) {
-        rt.worker_threads(n);
-    }
-    let rt = match rt.enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("tierlab-proxy: runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = rt.block_on(async {
-        let p = proxy::Proxy::start(config).await?;
-        eprintln!(
-            "tierlab-proxy: listening on {} (admin {:?}, sync {:?})",
-            p.addr, p.admin_addr, p.sync_addr
-        );
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|e| format!("signal handler: {e}"))?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        p.shutdown()
-    });
-    rt.shutdown_background();
-    match result {
+    match proxy::run_until_signal(config, threads) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tierlab-proxy: {e}");

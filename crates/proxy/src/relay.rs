@@ -62,6 +62,7 @@ pub async fn handle(
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let ty = state.classify.request_type(&parts.headers, path);
     let key = state.classify.session(&parts.headers);
+    let request = Classifier::request_id(&parts.headers);
     hop::strip(&mut parts.headers);
     if !parts.headers.contains_key(HOST) {
         if let Some(a) = parts.uri.authority() {
@@ -82,6 +83,7 @@ pub async fn handle(
         |server: Option<usize>, lease: Option<&Lease>, redispatched: u32, status: u16, outcome| {
             Decision {
                 t: t0,
+                request,
                 session: key.id,
                 ty,
                 server,

@@ -34,6 +34,12 @@ impl Sessions {
         }
     }
 
+    /// Forget every session (a new measured run starts with none, as a simulation does).
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.pruned_at = 0;
+    }
+
     pub fn set(&mut self, session: u64, home: usize, now: f64) {
         self.map.insert(session, Entry { home, last: now });
         if self.map.len() > 2 * self.pruned_at + 1024 {
@@ -55,5 +61,8 @@ mod tests {
         s.set(1, 2, 1.0);
         assert_eq!(s.get(1, 3.5), (Some(2), Some(2.5)));
         assert_eq!(s.get(1, 12.0), (None, None));
+        s.set(1, 2, 13.0);
+        s.clear();
+        assert_eq!(s.get(1, 13.0), (None, None));
     }
 }

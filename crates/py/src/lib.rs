@@ -64,6 +64,29 @@ fn generate_load<'py>(
     })
 }
 
+/// Serve the dispatcher proxy configured by the JSON file `config_path`
+/// (crates/proxy/README.md) until SIGINT or SIGTERM, then write its summary and flush
+/// its decision log — the `tierlab-proxy` binary's work, in the extension `pip install`
+/// builds (`python -m tierlab.live.proxy`). Meant for a process of its own: tokio takes
+/// over SIGINT and SIGTERM.
+#[pyfunction]
+#[pyo3(signature = (config_path, threads=None))]
+fn serve_proxy(py: Python<'_>, config_path: &str, threads: Option<usize>) -> PyResult<()> {
+    let config =
+        proxy::Config::load(std::path::Path::new(config_path)).map_err(PyValueError::new_err)?;
+    let outcome = py.detach(|| {
+        catch_unwind(AssertUnwindSafe(|| {
+            proxy::run_until_signal(config, threads)
+        }))
+    });
+    match outcome {
+        Ok(result) => result.map_err(PyRuntimeError::new_err),
+        Err(_) => Err(PyRuntimeError::new_err(
+            "the proxy failed (a bug in tierlab, please report it)",
+        )),
+    }
+}
+
 /// The upper bounds (seconds) of `generate_load`'s latency buckets, +Inf implicit.
 #[pyfunction]
 fn latency_bounds() -> Vec<f64> {
@@ -192,6 +215,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(generate_load, m)?)?;
     m.add_function(wrap_pyfunction!(summary_schema, m)?)?;
     m.add_function(wrap_pyfunction!(latency_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(serve_proxy, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
     m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;

@@ -61,21 +61,33 @@ def live() -> None:
     show_default=True,
     help="sqlite: a file in --workdir; postgres: the project's cluster (installed from Debian's packages if missing).",
 )
-@click.option("--port", type=int, default=8080, show_default=True, help="The bookstore's HTTP port (loopback).")
+@click.option(
+    "--model",
+    type=click.Path(dir_okay=False),
+    help="The cluster form: K bookstore servers (the app tier's `servers`) behind P proxies running its `dispatch:` policy, "
+    "sessions in Redis if the tier has `session_state`; --port is then the first proxy's (default: a free port), every other port free.",
+)
+@click.option("--port", type=int, default=None, help="The bookstore's HTTP port (loopback; default 8080).")
 @click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
 @click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
 @click.option("--connections", type=int, default=10, show_default=True, help="N, DB connections.")
 @click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True, help=CACHING)
 @click.option("--items", "num_items", type=int, default=1000, show_default=True, help="TPC-W NUM_ITEMS.")
 @click.option("--ebs", "num_ebs", type=int, default=1, show_default=True, help="TPC-W NUM_EBS (2,880 customers each).")
-def live_up(workdir, db, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
-    """Start the database and the bookstore in the background."""
+def live_up(workdir, db, model, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
+    """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
     from ..live import testbed
 
+    if model is not None:
+        from ..live.cluster import up_cluster
+
+        state = up_cluster(model, workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print)
+        err.print(f"cluster up on http://{state.target}: {len(state.servers)} servers, {len(state.proxies)} proxies, {state.db}; logs in {workdir}")
+        return
     state = testbed.up(
         workdir,
         db=db,
-        port=port,
+        port=8080 if port is None else port,
         admin_port=admin_port,
         threads=threads,
         connections=connections,
@@ -106,6 +118,12 @@ def live_status(workdir) -> None:
     if state is None:
         err.print("down")
         sys.exit(1)
+    if state.servers:  # the cluster form: every process and port, each server's pools
+        bed = testbed.Testbed(workdir)
+        servers = [m | {"metrics": a.metrics()} for m, a in zip(state.servers, bed.admins)]
+        proxies = [m | {"summary": p.summary()} for m, p in zip(state.proxies, bed.proxies)]
+        click.echo(json.dumps({"target": state.target, "db": state.db, "sessions": state.sessions, "servers": servers, "proxies": proxies}, indent=2))
+        return
     click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **testbed.Admin(state).metrics()}, indent=2))
 
 
@@ -121,7 +139,9 @@ def live_config(workdir, threads, connections, caching, timeout) -> None:
 
     pools: dict[str, dict] = {"threads": {"size": threads, "timeout": timeout}, "connections": {"size": connections, "timeout": timeout, "caching": caching}}
     settings = {p: {k: v for k, v in kv.items() if v is not None} for p, kv in pools.items()}
-    click.echo(json.dumps(testbed.Testbed(workdir).admin.configure({p: kv for p, kv in settings.items() if kv}), indent=2))
+    change = {p: kv for p, kv in settings.items() if kv}
+    results = [admin.configure(change) for admin in testbed.Testbed(workdir).admins]  # every server of a cluster
+    click.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
 
 
 @live.command("run")

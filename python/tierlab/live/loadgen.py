@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .. import _core
@@ -24,6 +24,7 @@ def generate_load(
     mapping: str | Path | dict | Mapping,
     *,
     target: str | None = None,
+    also: Sequence[str] = (),
     duration: float | None = None,
     warmup: float | None = None,
     seed: int | None = None,
@@ -36,7 +37,8 @@ def generate_load(
     metrics_port: int | None = None,
 ) -> Trace:
     """Run the model's workload (population, chain, think times, bursts) against
-    `target` (HOST:PORT; default: the mapping's). `clients` / `session_rate` replace the
+    `target` (HOST:PORT; default: the mapping's; with `also`, session s goes to
+    `[target, *also][s mod n]`: a cluster's several proxies). `clients` / `session_rate` replace the
     population (closed / open). `progress(fraction, finished, failed)` is called every
     0.1 s; with `metrics_port` the same counters are served to Prometheus on
     127.0.0.1:PORT/metrics during the run (`loadgen_metrics`). Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
@@ -61,6 +63,7 @@ def generate_load(
         "workload": engine["workload"],
         "type_names": names,
         "target": target or m.target,
+        "also": list(also),
         "requests": requests,
         "values": values,
         "duration": run["duration"],

@@ -17,18 +17,26 @@ import numpy as np
 import pandas as pd
 import psutil
 
+Role = str | tuple[str, int]
+
+
+def _name(role: Role) -> str:
+    return f"{role[0]}[{role[1]}]" if isinstance(role, tuple) else role
+
+
 METRICS = ["cpu_user", "cpu_system", "disk_ops", "sockets", "processes", "threads"]
 
 
 class Monitor:
-    """`roles`: tier name → pid (its children are counted with it: PostgreSQL runs a
-    process per connection). Use as a context manager around a run."""
+    """`roles`: tier name, or (tier, server index) for a cluster's servers → pid (its
+    children are counted with it: PostgreSQL runs a process per connection). Use as a
+    context manager around a run."""
 
-    def __init__(self, roles: dict[str, int], window: float = 0.1, origin: float | None = None):
+    def __init__(self, roles: dict[Role, int], window: float = 0.1, origin: float | None = None):
         self.roles, self.window, self.origin = roles, window, origin
         self.cores = psutil.cpu_count() or 1
         self.rows: list[tuple] = []
-        self.ended: dict[str, float] = {}  # role → start of its first window without the process
+        self.ended: dict[Role, float] = {}  # role → start of its first window without the process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tierlab-monitor", daemon=True)
 
@@ -51,7 +59,7 @@ class Monitor:
         except psutil.Error:
             return []
 
-    def _read(self) -> dict[str, np.ndarray]:
+    def _read(self) -> dict[Role, np.ndarray]:
         """Per role whose process runs: cumulative CPU user, system, disk ops; current
         sockets, processes, threads. The sockets come from one system-wide listing, not one per process
         (PostgreSQL runs a process per connection: per-process listings made a sample
@@ -104,15 +112,16 @@ class Monitor:
                 rates = (v[:3] - last[role][:3]) / max(now_t - last_t, 1e-6)
                 for i in range(last_window, window):
                     t = i * self.window
+                    tier, server = role if isinstance(role, tuple) else (role, 0)
                     for metric, value in zip(METRICS, [*rates, *v[3:]]):
-                        self.rows.append((t, role, 0, "", metric, float(value)))
-                    self.rows.append((t, role, 0, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
+                        self.rows.append((t, tier, server, "", metric, float(value)))
+                    self.rows.append((t, tier, server, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
             last, last_t, last_window = now, now_t, window
 
     def missing(self) -> dict[str, str]:
         """What the series lack, as `summary.missing` says it: `<role>.monitor` for each
         process that ended during the run."""
-        return {f"{role}.monitor": f"process {self.roles[role]} ended at t ≈ {t:.1f} s; its series stop there" for role, t in sorted(self.ended.items())}
+        return {f"{_name(role)}.monitor": f"process {self.roles[role]} ended at t ≈ {t:.1f} s; its series stop there" for role, t in self.ended.items()}
 
     def frame(self, until: float | None = None) -> pd.DataFrame:
         """The rows as a trace series; `until`: only windows starting before it."""

@@ -45,15 +45,15 @@ class Period:
         return max(0.0, self.elapsed - self.warmup)
 
 
-def _rows(tier: str, resource: str, metric: str, period: Period, values) -> pd.DataFrame:
-    return pd.DataFrame(
-        {"t": period.starts(), "tier": tier, "server": np.int32(0), "resource": resource, "metric": metric, "value": np.asarray(values, dtype=float)}
-    )
-
-
-def server_series(tier: str, windows: dict, pool_names: dict[str, str], period: Period) -> pd.DataFrame:
+def server_series(tier: str, windows: dict, pool_names: dict[str, str], period: Period, server: int = 0) -> pd.DataFrame:
     """The tier's series: the server's concurrency, arrivals, completions and mean
     residence per window, and per pool busy, busy_max, queued, rejected, dropped."""
+
+    def _rows(tier: str, resource: str, metric: str, period: Period, values) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"t": period.starts(), "tier": tier, "server": np.int32(server), "resource": resource, "metric": metric, "value": np.asarray(values, dtype=float)}
+        )
+
     sv, length = windows["server"], period.lengths()
     completions = np.asarray(sv["completions"])
     with np.errstate(invalid="ignore", divide="ignore"):

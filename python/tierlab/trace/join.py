@@ -12,15 +12,18 @@ from .schema import PHASES
 
 def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -> pd.DataFrame:
     """Add `<tier>.*` phase columns to the client's records (docs/trace.md); requests
-    the server never saw (a failed connection) get visits 0 and zero phases."""
+    the server never saw (a failed connection) get visits 0 and zero phases. A
+    cluster's records carry a `server` column (the server that recorded them)."""
     cols = ["time", *PHASES, "db_requests"]
     if server.empty:
         server = pd.DataFrame(columns=["id", *cols])
-    s = server[server.id > 0].drop_duplicates("id").set_index("id")[cols]
+    if "server" not in server:
+        server = server.assign(server=0)
+    s = server[server.id > 0].drop_duplicates("id").set_index("id")[[*cols, "server"]]
     joined = s.reindex(client["id"].to_numpy())
     seen = joined["time"].notna().to_numpy()
     out = client.copy()
-    out[f"{tier}.server"] = np.where(seen, 0, -1).astype(np.int32)
+    out[f"{tier}.server"] = np.where(seen, joined["server"].fillna(-1).to_numpy(), -1).astype(np.int32)
     out[f"{tier}.visits"] = seen.astype(np.uint32)
     for c in cols:
         v = joined[c].fillna(0).to_numpy()

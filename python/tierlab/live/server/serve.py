@@ -14,6 +14,7 @@ Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
                  priority; {} is FIFO), and for connections "caching" (request|transaction)
   POST /observe  {"origin": monotonic seconds, "window": seconds}: start the per-window
                  observation of a run afresh
+  POST /sessions/forget  drop every session's state (in this process, and in Redis)
   POST /drain    {"windows": n} → {"records": [...], "windows": {...}}: the per-request
                  phase records since the last drain, and the observation's first n windows
 """
@@ -35,6 +36,7 @@ from waitress.parser import HTTPRequestParser
 from waitress.utilities import BadRequest, Error
 
 from .bookstore import Bookstore, Database
+from .bookstore.sessions import SessionStore, session_store
 from .metrics import wants_prometheus
 from .middleware import ConnectionPool, Tier
 
@@ -118,7 +120,12 @@ class LimitedChannel(HTTPChannel):
     parser_class = LimitedParser
 
 
-def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
+def admin_server(tier: Tier, port: int, token: str, sessions: SessionStore | None = None) -> ThreadingHTTPServer:
+    def sessions_of() -> dict:
+        """The bookstore's session counts: created here, and migrated here (fetched from
+        the external store: the cluster's session virtualization)."""
+        return {"sessions": {"created": sessions.created, "migrations": sessions.migrations}} if sessions is not None else {}
+
     class Admin(BaseHTTPRequestHandler):
         def _reply(self, code: int, payload: dict) -> None:
             self._send(code, json.dumps(payload).encode(), "application/json")
@@ -144,7 +151,7 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
                 accept = self.headers.get("Accept", "")
                 if wants_prometheus(accept):  # a Prometheus scraper: its text format (live/server/metrics.py)
                     return self._send(200, *tier.exposition.render(accept))
-                return self._reply(200, tier.metrics())
+                return self._reply(200, tier.metrics() | sessions_of())
             self._reply(404, {"error": f"no {self.path}; GET /metrics, POST /config, /observe, /drain"})
 
         def do_POST(self):  # noqa: N802
@@ -158,6 +165,9 @@ def admin_server(tier: Tier, port: int, token: str) -> ThreadingHTTPServer:
                     return self._reply(200, {"records": tier.drain(), "windows": tier.windows(n)})
                 if self.path == "/observe":
                     tier.observe(float(body["origin"]), float(body["window"]))
+                    return self._reply(200, {})
+                if self.path == "/sessions/forget" and sessions is not None:
+                    sessions.forget()
                     return self._reply(200, {})
                 if self.path == "/config":
                     apply_config(tier, body)
@@ -238,13 +248,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--request-timeout", type=float, default=REQUEST_TIMEOUT, help="seconds a request may take to arrive whole (408)")
     ap.add_argument("--channel-timeout", type=int, default=CHANNEL_TIMEOUT, help="seconds an idle connection is kept")
     ap.add_argument("--connection-limit", type=int, default=CONNECTION_LIMIT, help="connections held at once (more wait in the backlog)")
+    ap.add_argument("--server", type=int, default=0, help="this server's index in its cluster (keys ≡ it mod --servers)")
+    ap.add_argument("--servers", type=int, default=1, help="the cluster's servers sharing the database")
+    ap.add_argument("--sessions", default=None, help="redis://HOST:PORT/DB: session state in Redis (default: in this process)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from waitress.server import create_server
 
     db = Database(a.db)
     pool = ConnectionPool(db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
-    tier = Tier(Bookstore(db, pool), threads=a.threads, thread_timeout=a.timeout, db=pool)
+    sessions = session_store(a.sessions, f"{a.server}")
+    tier = Tier(Bookstore(db, pool, sessions, a.server, a.servers), threads=a.threads, thread_timeout=a.timeout, db=pool)
     server = create_server(
         tier,
         host=a.host,
@@ -261,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     LimitedParser.request_timeout = a.request_timeout
     server.channel_class = LimitedChannel
     # Listening on the application port first: an answering admin endpoint means "up".
-    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip())
+    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip(), sessions)
     signal.signal(signal.SIGTERM, lambda *_: server.close())
     logging.getLogger("tierlab.live").info("bookstore on http://%s:%d (admin 127.0.0.1:%d), %s", a.host, a.port, a.admin_port, a.db)
     try:

@@ -4,7 +4,9 @@ Database access follows the paper's entity-bean server (Totok & Karamcheti §5.1
 access is one `getConnection() … close()` through the connection pool, so Search
 Results asks for a connection 101 times (one query, then an item and its author for
 each of the 50 hits), Buy Request 10 times, and Buy Confirm once (one transaction).
-Pages are small HTML; the session's cart travels in an `sc_id` cookie."""
+Pages are small HTML. A session the load generator names (`X-Tierlab-Session`) keeps
+its cart in its session state (`sessions.py`: this server's memory, or Redis); a
+browser without one carries it in an `sc_id` cookie."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from urllib.parse import parse_qs
 
 from ..middleware import ConnectionPool
 from .data import SHIP_TYPES, SUBJECTS, Database
+from .sessions import LocalSessions, SessionStore
 
 
 class NotFound(Exception):
@@ -33,8 +36,13 @@ MAX_ID = 2**31 - 1
 
 
 class Bookstore:
-    def __init__(self, db: Database, pool: ConnectionPool):
+    """`server` of `servers`: the cluster's servers share one database, so each makes
+    the keys ≡ server (mod servers) — no two insert the same order or cart."""
+
+    def __init__(self, db: Database, pool: ConnectionPool, sessions: SessionStore | None = None, server: int = 0, servers: int = 1):
         self.db, self.pool = db, pool
+        self.sessions = sessions if sessions is not None else LocalSessions()
+        self.server, self.servers = server, servers
         self._ids = threading.Lock()
         self._next: dict[str, int] = {}
         self.routes = {
@@ -62,9 +70,14 @@ class Bookstore:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"no such page\n"]
         headers = [("Content-Type", "text/html; charset=utf-8")]
+        session = environ.get("HTTP_X_TIERLAB_SESSION")
         try:
             args, cart = self._inputs(environ)
+            state = self.sessions.load(session) if session else {}
+            cart = state.get("cart") if session else cart
             title, body, new_cart = handler(args, cart)
+            if session:
+                self.sessions.save(session, {"cart": new_cart, "visits": state.get("visits", 0) + 1})
         except NotFound as e:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [f"{e}\n".encode()]
@@ -106,11 +119,13 @@ class Bookstore:
         return cur.fetchone() if one else cur.fetchall()
 
     def _new_id(self, conn, table: str, column: str) -> int:
-        """Next key of `table`; a process-wide counter seeded from the table once."""
+        """Next key of `table` ≡ server (mod servers); a process-wide counter seeded
+        from the table once."""
         with self._ids:
             if table not in self._next:
-                self._next[table] = self._run(conn, f"SELECT MAX({column}) FROM {table}", one=True)[0] or 0
-            self._next[table] += 1
+                top = self._run(conn, f"SELECT MAX({column}) FROM {table}", one=True)[0] or 0
+                self._next[table] = top - top % self.servers + self.server
+            self._next[table] += self.servers
             return self._next[table]
 
     @staticmethod
