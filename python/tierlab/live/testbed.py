@@ -30,6 +30,7 @@ from ..run.interrupt import RunInterrupted
 from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
+from . import statements
 from .loadgen import generate_load
 from .monitor import Monitor
 from .observed import Period, server_series, server_summary, station_summary
@@ -300,6 +301,8 @@ class Testbed:
         origin = time.monotonic()
         self.admin.observe(origin, window)
         pids = {app if role == "app" else db: pid for role, pid in self._pids().items()}
+        database = Database(self.state.db) if self.state.kind == "postgres" else None
+        unstated = statements.reset(database) if database is not None else None
         stopped: KeyboardInterrupt | None = None
         with Monitor(pids, window, origin) as mon:
             try:
@@ -319,6 +322,9 @@ class Testbed:
         except KeyboardInterrupt as e:  # a second Ctrl-C while collecting: keep the client's view
             stopped = stopped or e
             missing |= {f"{app}.phases": "Ctrl-C while collecting them", f"{app}.series": "Ctrl-C while collecting them"}
+        if database is not None:
+            trace.statements, unread = statements.read(database) if unstated is None else (None, unstated)
+            missing |= {f"{db}.statements": unread} if unread is not None else {}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
         parts = [trace.timeseries, monitored]

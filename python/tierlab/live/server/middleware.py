@@ -13,7 +13,10 @@ be an artificial semaphore around coroutines.
 Inside the application, `with pool.connection() as conn:` is getConnection() … close(),
 and `with pool.transaction() as conn:` holds one connection for a transaction. Each
 request's time at the tier is split into the trace schema's phases (docs/trace.md):
-wait_thread, before_db, wait_db, with_db_active, with_db_idle.
+wait_thread, before_db, wait_db, with_db_active, with_db_idle; and what the request
+demanded: its thread's CPU time while it held a worker (`cpu_time`), and the statements
+it ran on its connections (`db_queries`) with their wall time (`db_time`) and the part of
+the thread's CPU time spent in them (`db_cpu_time`: an embedded database's own work).
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ class RequestContext:
     since: float = 0.0
     time_in: dict = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     db_requests: int = 0
+    cpu_since: float | None = None  # the thread's CPU clock when the request got its worker
+    db_queries: int = 0
+    db_time: float = 0.0
+    db_cpu_time: float = 0.0
     cached: Any = None  # the connection held across close() (request-wide, or in a transaction)
     in_transaction: bool = False
 
@@ -63,6 +70,59 @@ class RequestContext:
 
 
 _current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("tierlab_request")
+
+
+class _TimedCursor:
+    """A DB-API cursor whose statements and fetches count into the request's
+    `db_queries`, `db_time` and `db_cpu_time`; everything else is the cursor's own."""
+
+    def __init__(self, cursor, ctx: RequestContext):
+        self._cursor, self._ctx = cursor, ctx
+
+    def _timed(self, call, *args, statement: bool = False):
+        wall, cpu = time.monotonic(), time.thread_time()
+        try:
+            return call(*args)
+        finally:
+            self._ctx.db_time += time.monotonic() - wall
+            self._ctx.db_cpu_time += time.thread_time() - cpu
+            self._ctx.db_queries += statement
+
+    def execute(self, *args):
+        self._timed(self._cursor.execute, *args, statement=True)
+        return self
+
+    def executemany(self, *args):
+        self._timed(self._cursor.executemany, *args, statement=True)
+        return self
+
+    def fetchone(self):
+        return self._timed(self._cursor.fetchone)
+
+    def fetchmany(self, *args):
+        return self._timed(self._cursor.fetchmany, *args)
+
+    def fetchall(self):
+        return self._timed(self._cursor.fetchall)
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+
+class _TimedConnection:
+    """The connection the application sees: its cursors are timed (`_TimedCursor`)."""
+
+    def __init__(self, conn, ctx: RequestContext):
+        self._conn, self._ctx = conn, ctx
+
+    def cursor(self, *args, **kwargs):
+        return _TimedCursor(self._conn.cursor(*args, **kwargs), self._ctx)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
 
 
 class ConnectionPool:
@@ -155,7 +215,7 @@ class ConnectionPool:
         if ctx.cached is not None:  # request-wide caching, or inside a transaction
             ctx.enter("with_db_active")
             try:
-                yield ctx.cached
+                yield _TimedConnection(ctx.cached, ctx)
                 if not ctx.in_transaction:
                     ctx.cached.commit()  # close() ends the access's work, as with autocommit
             except Exception:
@@ -169,7 +229,7 @@ class ConnectionPool:
         conn = self._checkout(ctx)
         ctx.enter("with_db_active")
         try:
-            yield conn
+            yield _TimedConnection(conn, ctx)
             conn.commit()
         except Exception:
             self._closed(ctx, conn, failed=True)
@@ -187,7 +247,7 @@ class ConnectionPool:
         ctx.enter("with_db_active")
         failed = False
         try:
-            yield conn
+            yield _TimedConnection(conn, ctx)
             conn.commit()
         except Exception:
             failed = True
@@ -297,6 +357,7 @@ class Tier:
             except PoolRejected as e:
                 return self._finish(ctx, "rejected", start_response, "503 Service Unavailable", f"rejected: {e}\n".encode())
             ctx.enter("before_db")
+            ctx.cpu_since = time.thread_time()
             try:
                 status, headers, body = self._run(environ)
                 outcome = "ok" if status[:1] in "23" else "error"
@@ -329,6 +390,7 @@ class Tier:
         return got["status"], got["headers"], body
 
     def _finish(self, ctx, outcome, start_response, status, body, headers=()):
+        cpu_time = time.thread_time() - ctx.cpu_since if ctx.cpu_since is not None else 0.0
         ctx.enter("done")
         end = ctx.since  # the instant the last phase ended: the phases add up to the time
         rec = {
@@ -340,6 +402,10 @@ class Tier:
             "end": end,
             "time": end - ctx.start,
             "db_requests": ctx.db_requests,
+            "cpu_time": cpu_time,
+            "db_queries": ctx.db_queries,
+            "db_time": ctx.db_time,
+            "db_cpu_time": ctx.db_cpu_time,
         }
         rec.update({p: ctx.time_in[p] for p in PHASES})
         with self._lock:
