@@ -70,14 +70,9 @@ class Calibration:
         reg = self.regression
         return {
             "model": self.model["name"],
-            "cores": self.cores,
-            "demand_law": self.law,
-            "regression": {
-                "relative_residual": reg.attrs["relative_residual"],
-                "relative_residual_all": reg.attrs["relative_residual_all"],
-                "windows": reg.attrs["windows"],
-                "types": _records(reg),
-            },
+            "cores": _finite(self.cores),
+            "demand_law": _finite(self.law),
+            "regression": _finite({k: reg.attrs[k] for k in ("relative_residual", "relative_residual_all", "windows")}) | {"types": _records(reg)},
             "demands": _records(self.demands),
             "notes": self.notes,
         }
@@ -97,8 +92,13 @@ class Calibration:
         return out
 
 
+def _finite(figures: dict) -> dict:
+    """JSON has no NaN: a figure that could not be had is null."""
+    return {k: (float(v) if np.isfinite(v) else None) for k, v in figures.items()}
+
+
 def _records(df: pd.DataFrame) -> dict:
-    return {str(k): {c: (None if pd.isna(v) else float(v)) for c, v in row.items()} for k, row in df.iterrows()}
+    return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
 def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal") -> Calibration:
@@ -140,10 +140,9 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", "cores": db_cores}}}
         notes.append(f"{db}: {db_cores} core(s) as the model states; the statements' demands are measured, their contention is not (no overhead)")
     else:
-        tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"}
         notes.append(
             f"{db}: embedded in the application's process (SQLite, no process of its own): the statements' CPU is the process's, "
-            f"on its {int(cores['cores'])} effective core(s) inside each access; the {db} tier is left without work"
+            f"on its {int(cores['cores'])} effective core(s) inside each access; the {db} tier, as the model has it, serves only types the traces lack"
         )
     notes.append(
         f"{m.tier}: {int(cores['cores'])} effective core(s) (the process's CPU ceiling with 2+ requests in service: {cores['ceiling']:.2f}), "
