@@ -4,7 +4,10 @@ clear error."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
 
 import tierlab
 from tierlab.errors import InputError
@@ -64,3 +67,21 @@ def test_a_model_without_the_traces_tiers_is_refused(live):
     )
     with pytest.raises(InputError, match="model lacks"):
         calibrate([folder], renamed)
+
+
+def test_the_command_writes_the_twin_and_its_report(live, tmp_path):
+    from click.testing import CliRunner
+
+    from tierlab.cli import cli
+
+    folder, model = live
+    spec = model.spec.model_dump(mode="json", exclude_unset=True)
+    spec["workload"]["chain"]["csv"] = str(model.base_dir / spec["workload"]["chain"]["csv"])
+    (tmp_path / "model.yaml").write_text(yaml.safe_dump(spec))
+    out = tmp_path / "twin.yaml"
+    r = CliRunner().invoke(cli, ["twin", "calibrate", str(folder), "--model", str(tmp_path / "model.yaml"), "--out", str(out), "--dist", "empirical"])
+    assert r.exit_code == 0, r.output
+    assert "service demand law" in r.output and "effective cores" in r.output
+    report = json.loads(out.with_suffix(".calibration.json").read_text())
+    assert report["cores"]["cores"] == 1 and report["demands"]["SRES"]["db_requests"] == 101
+    assert tierlab.simulate(tierlab.load_model(out).with_run(duration=5, warmup=1)).summary["requests"]["ok"] > 0

@@ -19,19 +19,27 @@ def twin() -> None:
 @click.option(
     "--out", "out_file", required=True, type=click.Path(dir_okay=False), help="The twin's model file (YAML); its report goes beside it as .calibration.json."
 )
+@click.option("--clients", type=int, help="The closed population the traces ran with, if `live run --clients` replaced the model's.")
+@click.option("--session-rate", type=float, help="The open population (sessions/s) the traces ran with, if `live run --session-rate` replaced the model's.")
 @click.option(
     "--dist", "form", type=click.Choice(["lognormal", "empirical"]), default="lognormal", show_default=True, help="How per-request CPU demands are fitted."
 )
-def twin_calibrate(traces, model_file, out_file, form) -> None:
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, form) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
     workload of MODEL. The classical estimates (service demand law, utilization
     regression) are printed beside the direct ones."""
+    from ..errors import InputError
     from ..experiments.twin import calibrate
+    from ..model import load_model
 
+    if clients is not None and session_rate is not None:
+        raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
+    population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
     with about(model_file):
-        cal = calibrate(list(traces), model_file, form)
+        model = load_model(model_file)
+        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form)
     path = cal.write(out_file)
     out.print(demand_table(cal))
     law, cores = cal.law, cal.cores
