@@ -77,6 +77,8 @@ def test_the_handlers_cpu_time_and_statements_are_measured(bed):
     over = r[r["app.cpu_time"] > r["app.time"] + 1e-6]
     assert over.empty, over[["type", "app.cpu_time", "app.time"]]
     assert (r["app.db_cpu_time"] <= r["app.cpu_time"] + 1e-6).all() and (r["app.db_time"] <= r["app.time"] + 1e-6).all()
+    assert (r["app.pool_cpu_time"] <= r["app.cpu_time"] + 1e-6).all()
+    assert (r.loc[r.type == "SRES", "app.pool_cpu_time"] > 0).all()  # 101 connections taken and given back
     # One statement per connection request under transaction-wide caching, except the
     # transactions (Buy Confirm: one connection, a statement per line of the order).
     per_type = r.groupby("type", observed=True)[["app.db_queries", "app.db_requests"]].min()

@@ -3,8 +3,9 @@ from live traces and the model they were run from.
 
 Per request type, from its served requests (docs/trace.md's demand columns):
 
-- app tier: the handler's interpreter CPU (`cpu_time`, less `db_cpu_time` when the
-  database is embedded: SQLite works outside the interpreter lock) as a fitted
+- app tier: the handler's interpreter CPU (`cpu_time`, less `pool_cpu_time`, which
+  becomes the connection pool's `acquire_cpu` per connection request, and less
+  `db_cpu_time` when the database is embedded) as a fitted
   distribution, split between before the accesses and inside them in the proportion
   the request's phases show (`before_db` vs `with_db_active` less the statements'
   time); then its connection requests (`db_requests`), each a `use` of the pool
@@ -128,11 +129,14 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         notes.append(f"not served in the traces, so their programs are the model's: {', '.join(unseen)}")
     tiers = dict(spec["tiers"])
     tier = dict(tiers[m.tier])
-    # The handler's CPU time already holds getConnection()'s; the live server's accept
+    # getConnection()'s CPU is measured (`pool_cpu_time`); the live server's accept
     # backlog is the kernel's: the model's assumptions for them are not carried over.
     tier["pools"] = {
         p: {k: x for k, x in v.items() if k not in UNMEASURED} | ({"size": m.pools[p]} if p in m.pools else {}) for p, v in tier.get("pools", {}).items()
     }
+    acquire = pool_cpu(m) / cores["speed"]
+    if acquire > 0:
+        tier["pools"][setting.connections]["acquire_cpu"] = {"exponential": acquire}
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
     tiers[m.tier] = tier
     if m.db_tier:
@@ -178,6 +182,14 @@ def effective_cores(m: Measured) -> dict[str, float]:
     return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(cores), "busy_mean": got, "speed": min(1.0, got / cores)}
 
 
+def pool_cpu(m: Measured) -> float:
+    """CPU-seconds per connection request spent taking and giving back the connection
+    (`pool_cpu_time` / `db_requests`): the twin's `acquire_cpu`, so that a caching mode
+    that asks the pool less often costs less CPU, as it does live."""
+    asked = m.requests[f"{m.tier}.db_requests"].sum()
+    return float(m.requests[f"{m.tier}.pool_cpu_time"].sum() / asked) if asked else 0.0
+
+
 def _cores_of(base: LoadedModel, tier: str) -> int:
     cpus = [s for s in base.spec.tiers[tier].stations.values() if getattr(s, "kind", None) == "cpu"]
     return int(getattr(cpus[0], "cores", 1)) if cpus else 1
@@ -205,7 +217,7 @@ def _type(
     app tier's CPU demands divided by the process's `speed`."""
     c = lambda name: r[f"{m.tier}.{name}"].to_numpy(dtype=float)  # noqa: E731
     embedded = m.db_tier is None
-    interp = (c("cpu_time") - c("db_cpu_time") if embedded else c("cpu_time")) / speed
+    interp = (c("cpu_time") - c("pool_cpu_time") - (c("db_cpu_time") if embedded else 0.0)) / speed
     accesses = int(round(float(np.median(c("db_requests")))))
     queries = float(np.mean(c("db_queries")))
     inside = np.clip(c("with_db_active") - c("db_time"), 0, None).sum()

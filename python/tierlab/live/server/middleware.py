@@ -14,9 +14,10 @@ Inside the application, `with pool.connection() as conn:` is getConnection() …
 and `with pool.transaction() as conn:` holds one connection for a transaction. Each
 request's time at the tier is split into the trace schema's phases (docs/trace.md):
 wait_thread, before_db, wait_db, with_db_active, with_db_idle; and what the request
-demanded: its thread's CPU time while it held a worker (`cpu_time`), and the statements
-it ran on its connections (`db_queries`) with their wall time (`db_time`) and the part of
-the thread's CPU time spent in them (`db_cpu_time`: an embedded database's own work).
+demanded: its thread's CPU time while it held a worker (`cpu_time`), the part of it in
+taking and giving back connections (`pool_cpu_time`), and the statements it ran on its
+connections (`db_queries`) with their wall time (`db_time`) and the part of the thread's
+CPU time spent in them (`db_cpu_time`: an embedded database's own work).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class RequestContext:
     db_queries: int = 0
     db_time: float = 0.0
     db_cpu_time: float = 0.0
+    pool_cpu_time: float = 0.0
     cached: Any = None  # the connection held across close() (request-wide, or in a transaction)
     in_transaction: bool = False
 
@@ -70,6 +72,18 @@ class RequestContext:
 
 
 _current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("tierlab_request")
+
+
+@contextmanager
+def _pool_work(ctx: RequestContext):
+    """Count the thread's CPU time in the block into the request's `pool_cpu_time`:
+    getConnection()'s and close()'s work (the pool's bookkeeping, a connection made
+    or rolled back), which the connection caching mode multiplies or spares."""
+    cpu = time.thread_time()
+    try:
+        yield
+    finally:
+        ctx.pool_cpu_time += time.thread_time() - cpu
 
 
 class _TimedCursor:
@@ -165,6 +179,10 @@ class ConnectionPool:
     def _checkout(self, ctx: RequestContext) -> Any:
         ctx.enter("wait_db")
         ctx.db_requests += 1
+        with _pool_work(ctx):
+            return self._take(ctx)
+
+    def _take(self, ctx: RequestContext) -> Any:
         limit = self.type_tokens.get(ctx.type)
         if limit:
             limit.acquire(self.priorities.get(ctx.type, 0))
@@ -183,6 +201,10 @@ class ConnectionPool:
             raise
 
     def _give_back(self, ctx: RequestContext, conn, broken: bool) -> None:
+        with _pool_work(ctx):
+            self._return(ctx, conn, broken)
+
+    def _return(self, ctx: RequestContext, conn, broken: bool) -> None:
         if conn is not None and not broken:
             try:
                 conn.rollback()  # nothing uncommitted leaks into the next borrower
@@ -406,6 +428,7 @@ class Tier:
             "db_queries": ctx.db_queries,
             "db_time": ctx.db_time,
             "db_cpu_time": ctx.db_cpu_time,
+            "pool_cpu_time": ctx.pool_cpu_time,
         }
         rec.update({p: ctx.time_in[p] for p in PHASES})
         with self._lock:
