@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -17,11 +18,16 @@ from conftest import MAPPING, live_model, running_testbed
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def bed(tmp_path_factory):
+    with running_testbed("sqlite", tmp_path_factory.mktemp("sqlite") / "live") as bed:
+        yield bed
+
+
+@pytest.fixture(scope="module")
+def live(bed, tmp_path_factory):
     """A short live run (12 browsers, 20 ms think time: the server busy) and its model."""
     model = live_model()
-    with running_testbed("sqlite", tmp_path_factory.mktemp("sqlite") / "live") as bed:
-        folder = bed.run(model, MAPPING).write(tmp_path_factory.mktemp("trace"))
+    folder = bed.run(model, MAPPING).write(tmp_path_factory.mktemp("trace"))
     return folder, model
 
 
@@ -85,3 +91,21 @@ def test_the_command_writes_the_twin_and_its_report(live, tmp_path):
     report = json.loads(out.with_suffix(".calibration.json").read_text())
     assert report["cores"]["cores"] == 1 and report["demands"]["SRES"]["db_requests"] == 101
     assert tierlab.simulate(tierlab.load_model(out).with_run(duration=5, warmup=1)).summary["requests"]["ok"] > 0
+
+
+def test_verify_runs_each_step_live_and_on_the_twin_and_writes_its_table(bed, live, tmp_path):
+    from click.testing import CliRunner
+
+    from tierlab.cli import cli
+
+    folder, model = live
+    twin = calibrate([folder], model).write(tmp_path / "twin.yaml")
+    args = ["twin", "verify", str(twin), "--loads", "4,12", "--config", "4,2", "--http", str(MAPPING), "--out", str(tmp_path / "verify")]
+    r = CliRunner().invoke(cli, [*args, "--workdir", bed.state.workdir, "--duration", "4", "--warmup", "1"])
+    assert r.exit_code == 0, r.output
+    table = pd.read_csv(tmp_path / "verify" / "verify.csv")
+    assert table[["M", "N", "load"]].values.tolist() == [[4, 2, 4], [4, 2, 12]]
+    for figure in ("throughput", "rt_mean", "rt_p99", "app_cpu_cores", "threads_busy", "db_busy"):
+        assert (table[f"{figure}.measured"] > 0).all() and (table[f"{figure}.predicted"] > 0).all()
+    assert (table["threads_busy.measured"] <= 4 + 1e-9).all()  # the server ran the step's pools
+    assert (tmp_path / "verify" / "verify.png").stat().st_size > 0 and (tmp_path / "verify" / "verify.json").is_file()

@@ -1,0 +1,86 @@
+"""`tierlab twin verify`: the twin against the live system, step by step — each load
+(and pool configuration) run live on the testbed and simulated on the twin, and per
+step the figures side by side with the twin's relative error. Configurations and loads
+the twin was not calibrated on are the honest test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import psutil
+
+from ...live.testbed import Testbed
+from ...model import LoadedModel
+from ...model.pools import PoolSetting
+from ...model.spec import Closed, Cpu
+from ...run import simulate
+from ...trace import Trace
+from ...trace.schema import figures
+
+PERCENTILES = ("mean", "p50", "p90", "p99")
+SIMULATED_LENGTH = 3  # the twin runs this many times the live run's length: its noise stays below the live run's
+
+
+def verify(
+    twin: LoadedModel,
+    bed: Testbed,
+    mapping: str | Path,
+    loads: list[float],
+    configs: list[tuple[int, int]] | None = None,
+    speed: float = 1.0,
+    log: Callable[[str], None] = lambda _: None,
+) -> pd.DataFrame:
+    """One row per (M, N) × load: measured, predicted and the relative error of
+    throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
+    and each pool's mean occupancy. A load is the twin's population: browsers for a
+    closed workload, sessions/s for an open one. `speed`: the calibration's (the twin's
+    CPU station runs at it; its cores busy are scaled back to the machine's)."""
+    setting = PoolSetting.find(twin)
+    population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
+    cpus = [st for st in twin.spec.tiers[setting.tier].stations.values() if isinstance(st, Cpu)]
+    twin_cores = (cpus[0].cores if cpus else 1) * speed
+    configs = configs or [(twin.spec.tiers[setting.tier].pools[setting.threads].size, twin.spec.tiers[setting.tier].pools[setting.connections].size)]
+    rows = []
+    for M, N in configs:
+        for load in loads:
+            model = twin.with_changes(setting.changes(M, N) | {"workload.population": {population: int(load) if population == "clients" else load}})
+            live = bed.run(model, mapping)
+            run = model.spec.run
+            predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
+            row = {"M": M, "N": N, "load": load}
+            for name, (measured, twin_value) in _figures(live, predicted, setting, twin_cores).items():
+                row |= {f"{name}.measured": measured, f"{name}.predicted": twin_value, f"{name}.error": twin_value / measured - 1 if measured else float("nan")}
+            rows.append(row)
+            log(
+                f"M={M} N={N} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
+            )
+    return pd.DataFrame(rows)
+
+
+def _figures(live: Trace, twin: Trace, setting: PoolSetting, twin_cores: float) -> dict[str, tuple[float, float]]:
+    """(measured, predicted) per figure; `twin_cores`: the machine's cores one busy
+    share of the twin's app CPU station stands for (its cores × the calibrated speed)."""
+    out = {"throughput": (live.summary["throughput"], twin.summary["throughput"])}
+    rts = [figures(t.summary["response_time"]) for t in (live, twin)]
+    for p in PERCENTILES:
+        out[f"rt_{p}"] = (rts[0].get(p, float("nan")), rts[1].get(p, float("nan")))
+    servers = [t.summary["tiers"][setting.tier]["servers"][0] for t in (live, twin)]
+    busy = [s["stations"]["cpu"]["utilization"] if "cpu" in s["stations"] else float("nan") for s in servers]
+    live_cpu, twin_cpu = busy[0] * (psutil.cpu_count() or 1), busy[1] * twin_cores
+    out["app_cpu_cores"] = (live_cpu, twin_cpu)
+    for pool in (setting.threads, setting.connections):
+        out[f"{pool}_busy"] = (servers[0]["pools"][pool]["mean_busy"], servers[1]["pools"][pool]["mean_busy"])
+    return out
+
+
+def write(table: pd.DataFrame, out: str | Path) -> Path:
+    """`verify.csv` and `verify.json` in `out`."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    table.to_csv(folder / "verify.csv", index=False)
+    rows = json.loads(table.to_json(orient="records"))
+    (folder / "verify.json").write_text(json.dumps({"steps": rows}, indent=2) + "\n")
+    return folder
