@@ -121,9 +121,9 @@ def verify_table(table) -> Table:
     """Per step: each figure as measured / predicted (error)."""
     figures = [c.removesuffix(".measured") for c in table.columns if c.endswith(".measured")]
     t = Table(title="twin vs live: measured / predicted (error)")
-    for c in ("M", "N", "load", *figures):
+    for c in ("M", "N", "load", "speed live / twin", *figures):
         t.add_column(c, justify="right")
     for _, row in table.iterrows():
         cells = [f"{row[f + '.measured']:.4g} / {row[f + '.predicted']:.4g} ({row[f + '.error']:+.0%})" for f in figures]
-        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", f"{row.load:g}", *cells)
+        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", f"{row.load:g}", f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}", *cells)
     return t

@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
+from ...errors import InputError
 from ...live.testbed import Testbed
 from ...model import LoadedModel
 from ...model.pools import PoolSetting
@@ -19,6 +20,8 @@ from ...model.spec import Closed, Cpu
 from ...run import simulate
 from ...trace import Trace
 from ...trace.schema import figures
+from .calibrate import effective_cores
+from .measured import measured
 
 PERCENTILES = ("mean", "p50", "p90", "p99")
 SIMULATED_LENGTH = 3  # the twin runs this many times the live run's length: its noise stays below the live run's
@@ -37,7 +40,8 @@ def verify(
     throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
     and each pool's mean occupancy. A load is the twin's population: browsers for a
     closed workload, sessions/s for an open one. `speed`: the calibration's (the twin's
-    CPU station runs at it; its cores busy are scaled back to the machine's)."""
+    CPU station runs at it; its cores busy are scaled back to the machine's), beside
+    the speed the live process got in each step."""
     setting = PoolSetting.find(twin)
     population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
     cpus = [st for st in twin.spec.tiers[setting.tier].stations.values() if isinstance(st, Cpu)]
@@ -50,14 +54,24 @@ def verify(
             live = bed.run(model, mapping)
             run = model.spec.run
             predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
-            row = {"M": M, "N": N, "load": load}
-            for name, (measured, twin_value) in _figures(live, predicted, setting, twin_cores).items():
-                row |= {f"{name}.measured": measured, f"{name}.predicted": twin_value, f"{name}.error": twin_value / measured - 1 if measured else float("nan")}
+            row = {"M": M, "N": N, "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
+            for name, (seen, twin_value) in _figures(live, predicted, setting, twin_cores).items():
+                row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
             rows.append(row)
             log(
                 f"M={M} N={N} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
             )
     return pd.DataFrame(rows)
+
+
+def live_speed(trace: Trace, tiers: list[str]) -> float:
+    """The share of its cores the live process got in this step (as `calibrate` measures
+    it; NaN if the step never had two requests in service): where it differs from the
+    calibrated speed, the machine, not the twin, changed."""
+    try:
+        return effective_cores(measured([("step", trace)], tiers))["speed"]
+    except InputError:
+        return float("nan")
 
 
 def _figures(live: Trace, twin: Trace, setting: PoolSetting, twin_cores: float) -> dict[str, tuple[float, float]]:
