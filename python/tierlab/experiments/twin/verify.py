@@ -13,7 +13,7 @@ import pandas as pd
 import psutil
 
 from ...errors import InputError
-from ...live.testbed import Testbed
+from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel
 from ...model.pools import PoolSetting
 from ...model.spec import Closed, Cpu
@@ -43,6 +43,7 @@ def verify(
     CPU station runs at it; its cores busy are scaled back to the machine's), beside
     the speed the live process got in each step."""
     setting = PoolSetting.find(twin)
+    runner = LiveRunner(bed, mapping)  # a step whose server ended stops the verification, named
     population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
     cpus = [st for st in twin.spec.tiers[setting.tier].stations.values() if isinstance(st, Cpu)]
     twin_cores = (cpus[0].cores if cpus else 1) * speed
@@ -51,7 +52,7 @@ def verify(
     for M, N in configs:
         for load in loads:
             model = twin.with_changes(setting.changes(M, N) | {"workload.population": {population: int(load) if population == "clients" else load}})
-            live = bed.run(model, mapping)
+            live = runner(model)
             run = model.spec.run
             predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
             row = {"M": M, "N": N, "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
