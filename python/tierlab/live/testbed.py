@@ -372,7 +372,7 @@ class LiveRunner:
 
     def __call__(self, model: LoadedModel) -> Trace:
         trace = self.bed.run(model, self.mapping, self.tier)
-        lost = {what: why for what, why in trace.summary["missing"].items() if not what.endswith(".monitor")}
-        if lost:  # the server is gone: the rest of the sweep would measure nothing (a monitor's gap alone is no reason to stop)
+        lost = {what: why for what, why in trace.summary["missing"].items() if not what.endswith((".monitor", ".statements"))}
+        if lost:  # the server is gone: the rest of the sweep would measure nothing (a monitor's or a cross-check's gap is no reason to stop)
             raise ServerGone(f"a run lost {'; '.join(f'{k}: {v}' for k, v in lost.items())}; start the testbed again (`tierlab live up`)")
         return trace
