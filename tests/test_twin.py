@@ -100,11 +100,11 @@ def test_verify_runs_each_step_live_and_on_the_twin_and_writes_its_table(bed, li
 
     folder, model = live
     twin = calibrate([folder], model).write(tmp_path / "twin.yaml")
-    args = ["twin", "verify", str(twin), "--loads", "4,12", "--config", "4,2", "--http", str(MAPPING), "--out", str(tmp_path / "verify")]
+    args = ["twin", "verify", str(twin), "--loads", "4,12", "--config", "4,2", "--mix", "SRES=2", "--http", str(MAPPING), "--out", str(tmp_path / "verify")]
     r = CliRunner().invoke(cli, [*args, "--workdir", bed.state.workdir, "--duration", "4", "--warmup", "1"])
     assert r.exit_code == 0, r.output
     table = pd.read_csv(tmp_path / "verify" / "verify.csv")
-    assert table[["M", "N", "load"]].values.tolist() == [[4, 2, 4], [4, 2, 12]]
+    assert table[["M", "N", "mix", "load"]].values.tolist() == [[4, 2, "SRES=2", 4], [4, 2, "SRES=2", 12]]
     for figure in ("throughput", "rt_mean", "rt_p99", "app_cpu_cores", "threads_busy", "db_busy"):
         assert (table[f"{figure}.measured"] > 0).all() and (table[f"{figure}.predicted"] > 0).all()
     assert (table["threads_busy.measured"] <= 4 + 1e-9).all()  # the server ran the step's pools

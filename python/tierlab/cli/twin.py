@@ -87,11 +87,17 @@ def demand_table(cal) -> Table:
 @click.argument("twin_file", type=click.Path(dir_okay=False))
 @click.option("--loads", required=True, help="Loads to run, live and simulated: browsers (a closed workload) or sessions/s (an open one), e.g. 4,8,12.")
 @click.option("--config", "configs", multiple=True, help="M,N to run at (repeatable; default: the twin's pools).")
+@click.option(
+    "--mix",
+    "mixes",
+    multiple=True,
+    help="A request mix to run at, as the chain's reweighting STATE=FACTOR,… (e.g. SRES=2; repeatable; default: the twin's own).",
+)
 @click.option("--http", "mapping", type=click.Path(dir_okay=False), required=True, help="The request types' HTTP mapping (YAML).")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for verify.csv, verify.json and verify.png.")
 @click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False), help="The running testbed's state folder.")
 @run_length(duration=20.0, warmup=5.0)
-def twin_verify(twin_file, loads, configs, mapping, out_dir, workdir, duration, warmup) -> None:
+def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, duration, warmup) -> None:
     """Run each load (at each --config) live on the testbed and simulated on the twin;
     print per step throughput, response time (mean, p50, p90, p99), the app's CPU and
     pool occupancy — measured, predicted, relative error — and write them."""
@@ -110,20 +116,42 @@ def twin_verify(twin_file, loads, configs, mapping, out_dir, workdir, duration, 
     pairs = [tuple(ints(c)) for c in configs]
     if any(len(p) != 2 for p in pairs):
         raise click.BadParameter("give M,N", param_hint="--config")
-    table = verify(twin, Testbed(workdir), mapping, floats(loads), [(p[0], p[1]) for p in pairs] or None, speed, log=lambda s: err.print(s, markup=False))
+    reweights = [_mix(m) for m in mixes]
+    table = verify(
+        twin,
+        Testbed(workdir),
+        mapping,
+        floats(loads),
+        [(p[0], p[1]) for p in pairs] or None,
+        speed,
+        reweights or None,
+        log=lambda s: err.print(s, markup=False),
+    )
     folder = write(table, out_dir)
     twin_plot(table, folder / "verify.png")
     out.print(verify_table(table))
     out.print(f"wrote {folder / 'verify.csv'}, verify.json and verify.png", markup=False)
 
 
+def _mix(text: str) -> dict[str, float]:
+    """`SRES=2,BUYR=0.5` → {"SRES": 2.0, "BUYR": 0.5}."""
+    out = {}
+    for part in text.split(","):
+        state, _, factor = part.partition("=")
+        try:
+            out[state.strip()] = float(factor)
+        except ValueError:
+            raise click.BadParameter(f"{part!r}: give STATE=FACTOR, e.g. SRES=2", param_hint="--mix") from None
+    return out
+
+
 def verify_table(table) -> Table:
     """Per step: each figure as measured / predicted (error)."""
     figures = [c.removesuffix(".measured") for c in table.columns if c.endswith(".measured")]
     t = Table(title="twin vs live: measured / predicted (error)")
-    for c in ("M", "N", "load", "speed live / twin", *figures):
+    for c in ("M", "N", "mix", "load", "speed live / twin", *figures):
         t.add_column(c, justify="right")
     for _, row in table.iterrows():
         cells = [f"{row[f + '.measured']:.4g} / {row[f + '.predicted']:.4g} ({row[f + '.error']:+.0%})" for f in figures]
-        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", f"{row.load:g}", f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}", *cells)
+        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", str(row["mix"]), f"{row.load:g}", f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}", *cells)
     return t

@@ -5,6 +5,7 @@ the twin was not calibrated on are the honest test."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -34,14 +35,17 @@ def verify(
     loads: list[float],
     configs: list[tuple[int, int]] | None = None,
     speed: float = 1.0,
+    mixes: list[dict[str, float]] | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> pd.DataFrame:
-    """One row per (M, N) × load: measured, predicted and the relative error of
+    """One row per (M, N) × mix × load: measured, predicted and the relative error of
     throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
     and each pool's mean occupancy. A load is the twin's population: browsers for a
     closed workload, sessions/s for an open one. `speed`: the calibration's (the twin's
     CPU station runs at it; its cores busy are scaled back to the machine's), beside
-    the speed the live process got in each step."""
+    the speed the live process got in each step. A mix reweights the chain
+    (`workload.chain.reweight`: state → factor on every transition into it); {} is the
+    twin's own."""
     setting = PoolSetting.find(twin)
     runner = LiveRunner(bed, mapping)  # a step whose server ended stops the verification, named
     population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
@@ -49,20 +53,25 @@ def verify(
     twin_cores = (cpus[0].cores if cpus else 1) * speed
     configs = configs or [(twin.spec.tiers[setting.tier].pools[setting.threads].size, twin.spec.tiers[setting.tier].pools[setting.connections].size)]
     rows = []
-    for M, N in configs:
-        for load in loads:
-            model = twin.with_changes(setting.changes(M, N) | {"workload.population": {population: int(load) if population == "clients" else load}})
-            live = runner(model)
-            run = model.spec.run
-            predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
-            row = {"M": M, "N": N, "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
-            for name, (seen, twin_value) in _figures(live, predicted, setting, twin_cores).items():
-                row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
-            rows.append(row)
-            log(
-                f"M={M} N={N} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
-            )
+    for (M, N), mix, load in itertools.product(configs, mixes or [{}], loads):
+        size = {"workload.population": {population: int(load) if population == "clients" else load}}
+        model = twin.with_changes(setting.changes(M, N) | size | ({"workload.chain.reweight": mix} if mix else {}))
+        live = runner(model)
+        run = model.spec.run
+        predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
+        row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
+        for name, (seen, twin_value) in _figures(live, predicted, setting, twin_cores).items():
+            row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
+        rows.append(row)
+        log(
+            f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
+        )
     return pd.DataFrame(rows)
+
+
+def mix_label(mix: dict[str, float]) -> str:
+    """`SRES=2,BUYR=0.5`, or `model` for the twin's own mix."""
+    return ",".join(f"{k}={v:g}" for k, v in mix.items()) or "model"
 
 
 def live_speed(trace: Trace, tiers: list[str]) -> float:
