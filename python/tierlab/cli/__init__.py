@@ -26,6 +26,7 @@ COMMANDS = {
     "load": "live:load_cmd",
     "live": "live:live",
     "usl": "usl:usl",
+    "twin": "twin:twin",
     "import": "imports:import_cmd",
     "report": "report:report_cmd",
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The project's PostgreSQL: installed from Debian's packages if missing, a cluster in
-# a data folder under the working directory, listening on loopback only.
+# a data folder under the working directory, listening on loopback only, with
+# pg_stat_statements loaded (per-statement time and calls from the database itself: the
+# live testbed reads them after a run as a cross-check of the client's timing).
 #   postgres.sh start [DIR]   → prints the connection URL (`tierlab live up --db postgres` runs it)
 #   postgres.sh stop  [DIR]
 #   postgres.sh restart [DIR] (the reliability test: a database restart mid-run)
@@ -37,10 +39,11 @@ case "$cmd" in
     fi
     if ! as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir/data -c max_connections=300 -c fsync=off" start >&2
+        -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir/data -c max_connections=300 -c fsync=off -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=off" start >&2
     fi
     as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='tierlab'" postgres | grep -q 1 \
       || as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres tierlab
+    as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -qc "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" tierlab >&2
     echo "$url"
     ;;
   stop)

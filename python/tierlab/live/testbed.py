@@ -31,6 +31,7 @@ from ..run.interrupt import RunInterrupted
 from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
+from . import statements
 from .decisions import dispatch_over_run, read_decisions
 from .loadgen import generate_load
 from .monitor import Monitor, Role
@@ -418,6 +419,8 @@ class Testbed:
         for admin in self.admins:
             admin.observe(origin, window)
         pids = self._pids(app, db)
+        database = Database(self.state.db) if self.state.kind == "postgres" else None
+        unstated = statements.reset(database) if database is not None else None
         stopped: KeyboardInterrupt | None = None
         with Monitor(pids, window, origin) as mon:
             try:
@@ -441,6 +444,9 @@ class Testbed:
                 stopped, why = stopped or e, "Ctrl-C while collecting them"
             missing |= {f"{name}.phases": f"{why}; its phase records were lost with it", f"{name}.series": f"{why}; its windows were lost with it"}
             servers.append(None)
+        if database is not None:
+            trace.statements, unread = statements.read(database) if unstated is None else (None, unstated)
+            missing |= {f"{db}.statements": unread} if unread is not None else {}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
         parts = [trace.timeseries, monitored, *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None)]
@@ -515,7 +521,7 @@ class LiveRunner:
 
     def __call__(self, model: LoadedModel) -> Trace:
         trace = self.bed.run(model, self.mapping, self.tier)
-        lost = {what: why for what, why in trace.summary["missing"].items() if not what.endswith(".monitor")}
-        if lost:  # the server is gone: the rest of the sweep would measure nothing (a monitor's gap alone is no reason to stop)
+        lost = {what: why for what, why in trace.summary["missing"].items() if not what.endswith((".monitor", ".statements"))}
+        if lost:  # the server is gone: the rest of the sweep would measure nothing (a monitor's or a cross-check's gap is no reason to stop)
             raise ServerGone(f"a run lost {'; '.join(f'{k}: {v}' for k, v in lost.items())}; start the testbed again (`tierlab live up`)")
         return trace

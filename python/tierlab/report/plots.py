@@ -111,3 +111,24 @@ def usl_plot(usl: Any, concurrency: Any, throughput: Any, path: str | Path) -> P
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return Path(path)
+
+
+def twin_plot(table: pd.DataFrame, path: str | Path) -> Path:
+    """`twin verify`'s steps: throughput and mean response time against load, live
+    (dots) and twin (lines), one colour per (M, N) and mix."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for i, ((M, N, mix), steps) in enumerate(table.groupby(["M", "N", "mix"], sort=False)):
+        colour, name = f"C{i % 10}", f"M={M} N={N}" + ("" if mix == "model" else f" {mix}")
+        for ax, figure, scale in ((axes[0], "throughput", 1.0), (axes[1], "rt_mean", 1e3)):
+            ax.plot(steps.load, steps[f"{figure}.measured"] * scale, "o", color=colour, label=f"live {name}")
+            ax.plot(steps.load, steps[f"{figure}.predicted"] * scale, "-", color=colour, label=f"twin {name}")
+    axes[0].set_ylabel("throughput (requests/s)")
+    axes[1].set_ylabel("mean response time (ms)")
+    for ax in axes:
+        ax.set_xlabel("load")
+    axes[0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)

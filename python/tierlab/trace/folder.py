@@ -12,16 +12,18 @@ import numpy as np
 import pandas as pd
 
 from ..errors import TraceError
-from .schema import REQUEST_COLUMNS, SCHEMA_VERSION, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
+from .schema import REQUEST_COLUMNS, SCHEMA_VERSION, STATEMENT_COLUMNS, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
 
 
 @dataclass
 class Trace:
-    """One run, simulated or live. `requests` is None when records were off."""
+    """One run, simulated or live. `requests` is None when records were off;
+    `statements` (the database's per-statement figures) only a live run on PostgreSQL has."""
 
     summary: Summary
     timeseries: pd.DataFrame
     requests: pd.DataFrame | None = None
+    statements: pd.DataFrame | None = None
 
     @property
     def end(self) -> float:
@@ -38,6 +40,8 @@ class Trace:
         out.mkdir(parents=True, exist_ok=True)
         if self.requests is not None:
             self.requests.to_parquet(out / "requests.parquet", index=False)
+        if self.statements is not None:
+            self.statements.to_parquet(out / "statements.parquet", index=False)
         self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return out
@@ -77,7 +81,8 @@ def read_trace(folder: str | Path) -> Trace:
     if twice:
         raise TraceError(f"{folder / 'timeseries.parquet'}: {twice} duplicated (t, tier, server, resource, metric) rows; write the trace again")
     req = _table(folder / "requests.parquet", REQUEST_COLUMNS) if (folder / "requests.parquet").is_file() else None
-    return Trace(summary, ts, req)
+    stm = _table(folder / "statements.parquet", STATEMENT_COLUMNS) if (folder / "statements.parquet").is_file() else None
+    return Trace(summary, ts, req, stm)
 
 
 def _table(path: Path, columns: list[str]) -> pd.DataFrame:
@@ -97,7 +102,7 @@ def _table(path: Path, columns: list[str]) -> pd.DataFrame:
 # Label columns; every other column holds numbers. A phase column's server is -1 where
 # the request never reached that tier, and a window's mean response time is NaN when
 # nothing completed in it: the only negative and the only missing values allowed.
-_LABELS = {"type", "status", "tier", "resource", "metric"}
+_LABELS = {"type", "status", "tier", "resource", "metric", "query"}
 
 
 def _column_problem(df: pd.DataFrame) -> str | None:

@@ -7,14 +7,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .schema import PHASES
+from .schema import DEMANDS, PHASES
+
+COUNTS = ["db_requests", "db_queries"]
 
 
 def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -> pd.DataFrame:
-    """Add `<tier>.*` phase columns to the client's records (docs/trace.md); requests
-    the server never saw (a failed connection) get visits 0 and zero phases. A
+    """Add `<tier>.*` phase and demand columns to the client's records (docs/trace.md);
+    requests the server never saw (a failed connection) get visits 0 and zeros. A
     cluster's records carry a `server` column (the server that recorded them)."""
-    cols = ["time", *PHASES, "db_requests"]
+    cols = ["time", *PHASES, *COUNTS, *DEMANDS]
     if server.empty:
         server = pd.DataFrame(columns=["id", *cols])
     if "server" not in server:
@@ -27,5 +29,5 @@ def join_server_records(client: pd.DataFrame, server: pd.DataFrame, tier: str) -
     out[f"{tier}.visits"] = seen.astype(np.uint32)
     for c in cols:
         v = joined[c].fillna(0).to_numpy()
-        out[f"{tier}.{c}"] = v.astype(np.uint32) if c == "db_requests" else v.astype(float)
+        out[f"{tier}.{c}"] = v.astype(np.uint32) if c in COUNTS else v.astype(float)
     return out

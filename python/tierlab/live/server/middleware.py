@@ -13,7 +13,11 @@ be an artificial semaphore around coroutines.
 Inside the application, `with pool.connection() as conn:` is getConnection() … close(),
 and `with pool.transaction() as conn:` holds one connection for a transaction. Each
 request's time at the tier is split into the trace schema's phases (docs/trace.md):
-wait_thread, before_db, wait_db, with_db_active, with_db_idle.
+wait_thread, before_db, wait_db, with_db_active, with_db_idle; and what the request
+demanded: its thread's CPU time while it held a worker (`cpu_time`), the part of it in
+taking and giving back connections (`pool_cpu_time`), and the statements it ran on its
+connections (`db_queries`) with their wall time (`db_time`) and the part of the thread's
+CPU time spent in them (`db_cpu_time`: an embedded database's own work).
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ class RequestContext:
     since: float = 0.0
     time_in: dict = field(default_factory=lambda: dict.fromkeys(PHASES, 0.0))
     db_requests: int = 0
+    cpu_since: float | None = None  # the thread's CPU clock when the request got its worker
+    db_queries: int = 0
+    db_time: float = 0.0
+    db_cpu_time: float = 0.0
+    pool_cpu_time: float = 0.0
     cached: Any = None  # the connection held across close() (request-wide, or in a transaction)
     in_transaction: bool = False
 
@@ -63,6 +72,71 @@ class RequestContext:
 
 
 _current: contextvars.ContextVar[RequestContext] = contextvars.ContextVar("tierlab_request")
+
+
+@contextmanager
+def _pool_work(ctx: RequestContext):
+    """Count the thread's CPU time in the block into the request's `pool_cpu_time`:
+    getConnection()'s and close()'s work (the pool's bookkeeping, a connection made
+    or rolled back), which the connection caching mode multiplies or spares."""
+    cpu = time.thread_time()
+    try:
+        yield
+    finally:
+        ctx.pool_cpu_time += time.thread_time() - cpu
+
+
+class _TimedCursor:
+    """A DB-API cursor whose statements and fetches count into the request's
+    `db_queries`, `db_time` and `db_cpu_time`; everything else is the cursor's own."""
+
+    def __init__(self, cursor, ctx: RequestContext):
+        self._cursor, self._ctx = cursor, ctx
+
+    def _timed(self, call, *args, statement: bool = False):
+        wall, cpu = time.monotonic(), time.thread_time()
+        try:
+            return call(*args)
+        finally:
+            self._ctx.db_time += time.monotonic() - wall
+            self._ctx.db_cpu_time += time.thread_time() - cpu
+            self._ctx.db_queries += statement
+
+    def execute(self, *args):
+        self._timed(self._cursor.execute, *args, statement=True)
+        return self
+
+    def executemany(self, *args):
+        self._timed(self._cursor.executemany, *args, statement=True)
+        return self
+
+    def fetchone(self):
+        return self._timed(self._cursor.fetchone)
+
+    def fetchmany(self, *args):
+        return self._timed(self._cursor.fetchmany, *args)
+
+    def fetchall(self):
+        return self._timed(self._cursor.fetchall)
+
+    def __iter__(self):
+        return iter(self.fetchall())
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+
+class _TimedConnection:
+    """The connection the application sees: its cursors are timed (`_TimedCursor`)."""
+
+    def __init__(self, conn, ctx: RequestContext):
+        self._conn, self._ctx = conn, ctx
+
+    def cursor(self, *args, **kwargs):
+        return _TimedCursor(self._conn.cursor(*args, **kwargs), self._ctx)
+
+    def __getattr__(self, name):
+        return getattr(self._conn, name)
 
 
 class ConnectionPool:
@@ -105,6 +179,10 @@ class ConnectionPool:
     def _checkout(self, ctx: RequestContext) -> Any:
         ctx.enter("wait_db")
         ctx.db_requests += 1
+        with _pool_work(ctx):
+            return self._take(ctx)
+
+    def _take(self, ctx: RequestContext) -> Any:
         limit = self.type_tokens.get(ctx.type)
         if limit:
             limit.acquire(self.priorities.get(ctx.type, 0))
@@ -123,6 +201,10 @@ class ConnectionPool:
             raise
 
     def _give_back(self, ctx: RequestContext, conn, broken: bool) -> None:
+        with _pool_work(ctx):
+            self._return(ctx, conn, broken)
+
+    def _return(self, ctx: RequestContext, conn, broken: bool) -> None:
         if conn is not None and not broken:
             try:
                 conn.rollback()  # nothing uncommitted leaks into the next borrower
@@ -155,7 +237,7 @@ class ConnectionPool:
         if ctx.cached is not None:  # request-wide caching, or inside a transaction
             ctx.enter("with_db_active")
             try:
-                yield ctx.cached
+                yield _TimedConnection(ctx.cached, ctx)
                 if not ctx.in_transaction:
                     ctx.cached.commit()  # close() ends the access's work, as with autocommit
             except Exception:
@@ -169,7 +251,7 @@ class ConnectionPool:
         conn = self._checkout(ctx)
         ctx.enter("with_db_active")
         try:
-            yield conn
+            yield _TimedConnection(conn, ctx)
             conn.commit()
         except Exception:
             self._closed(ctx, conn, failed=True)
@@ -187,7 +269,7 @@ class ConnectionPool:
         ctx.enter("with_db_active")
         failed = False
         try:
-            yield conn
+            yield _TimedConnection(conn, ctx)
             conn.commit()
         except Exception:
             failed = True
@@ -297,6 +379,7 @@ class Tier:
             except PoolRejected as e:
                 return self._finish(ctx, "rejected", start_response, "503 Service Unavailable", f"rejected: {e}\n".encode())
             ctx.enter("before_db")
+            ctx.cpu_since = time.thread_time()
             try:
                 status, headers, body = self._run(environ)
                 outcome = "ok" if status[:1] in "23" else "error"
@@ -329,6 +412,7 @@ class Tier:
         return got["status"], got["headers"], body
 
     def _finish(self, ctx, outcome, start_response, status, body, headers=()):
+        cpu_time = time.thread_time() - ctx.cpu_since if ctx.cpu_since is not None else 0.0
         ctx.enter("done")
         end = ctx.since  # the instant the last phase ended: the phases add up to the time
         rec = {
@@ -340,6 +424,11 @@ class Tier:
             "end": end,
             "time": end - ctx.start,
             "db_requests": ctx.db_requests,
+            "cpu_time": cpu_time,
+            "db_queries": ctx.db_queries,
+            "db_time": ctx.db_time,
+            "db_cpu_time": ctx.db_cpu_time,
+            "pool_cpu_time": ctx.pool_cpu_time,
         }
         rec.update({p: ctx.time_in[p] for p in PHASES})
         with self._lock:

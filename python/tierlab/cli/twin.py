@@ -1,0 +1,157 @@
+"""`tierlab twin calibrate`: the digital twin of a live system (issue 16)."""
+
+from __future__ import annotations
+
+import click
+from rich.table import Table
+
+from .common import about, err, floats, ints, out, run_length
+
+
+@click.group()
+def twin() -> None:
+    """The digital twin: a model calibrated from live traces."""
+
+
+@twin.command("calibrate")
+@click.argument("traces", nargs=-1, required=True, type=click.Path(file_okay=False))
+@click.option("--model", "model_file", required=True, type=click.Path(dir_okay=False), help="The model the traces were run from (`tierlab live run MODEL`).")
+@click.option(
+    "--out", "out_file", required=True, type=click.Path(dir_okay=False), help="The twin's model file (YAML); its report goes beside it as .calibration.json."
+)
+@click.option("--clients", type=int, help="The closed population the traces ran with, if `live run --clients` replaced the model's.")
+@click.option("--session-rate", type=float, help="The open population (sessions/s) the traces ran with, if `live run --session-rate` replaced the model's.")
+@click.option(
+    "--dist", "form", type=click.Choice(["lognormal", "empirical"]), default="lognormal", show_default=True, help="How per-request CPU demands are fitted."
+)
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, form) -> None:
+    """Write a model of the live system that TRACES measured: per request type its
+    CPU demand (a fitted distribution), its database accesses and their demand; the
+    pools as the server ran them; the application's effective cores from its CPU; the
+    workload of MODEL. The classical estimates (service demand law, utilization
+    regression) are printed beside the direct ones."""
+    from ..errors import InputError
+    from ..experiments.twin import calibrate
+    from ..model import load_model
+
+    if clients is not None and session_rate is not None:
+        raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
+    population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
+    with about(model_file):
+        model = load_model(model_file)
+        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form)
+    path = cal.write(out_file)
+    out.print(demand_table(cal))
+    law, cores = cal.law, cal.cores
+    out.print(
+        f"service demand law: {law['demand_law'] * 1e3:.3f} ms CPU per request (process CPU {law['utilization_cores']:.2f} cores / throughput) "
+        f"vs {law['direct'] * 1e3:.3f} ms in the handlers: {law['outside_handlers'] * 1e3:.3f} ms outside them",
+        markup=False,
+    )
+    reg = cal.regression
+    out.print(
+        f"utilization regression over {reg.attrs['windows']} windows: {reg.loc['(all)', 'regression'] * 1e3:.3f} ms per request, "
+        f"{reg.loc['(background)', 'regression']:.2f} cores in the background (relative residual {reg.attrs['relative_residual_all']:.2f})",
+        markup=False,
+    )
+    out.print(f"effective cores: ceiling {cores['ceiling']:.2f} → {int(cores['cores'])}, speed {cores['speed']:.2f}", markup=False)
+    for note in cal.notes:
+        out.print(f"note: {note}", markup=False)
+    out.print(f"wrote {path} and {path.with_suffix('.calibration.json')}", markup=False)
+
+
+def demand_table(cal) -> Table:
+    """Per type, in ms: the handler's CPU time measured, the regression's estimate
+    beside it, and what the twin's programs use."""
+    t = Table(title="demands per request (ms)")
+    for c in ("type", "served", "handler CPU", "regression", "twin app CPU", "accesses", "statements", "DB per access"):
+        t.add_column(c, justify="left" if c == "type" else "right")
+    reg = cal.regression
+    for name, row in cal.demands.iterrows():
+        r = reg.loc[name, "regression"] if name in reg.index else float("nan")
+        per = row.get("db_per_call", float("nan"))
+        t.add_row(
+            str(name),
+            f"{row['requests']:.0f}",
+            f"{row['cpu_time'] * 1e3:.3f}",
+            f"{r * 1e3:.3f}",
+            f"{row['app_cpu'] * 1e3:.3f}",
+            f"{row['db_requests']:.0f}",
+            f"{row['db_queries']:.1f}",
+            "—" if per != per else f"{per * 1e3:.3f}",
+        )
+    return t
+
+
+@twin.command("verify")
+@click.argument("twin_file", type=click.Path(dir_okay=False))
+@click.option("--loads", required=True, help="Loads to run, live and simulated: browsers (a closed workload) or sessions/s (an open one), e.g. 4,8,12.")
+@click.option("--config", "configs", multiple=True, help="M,N to run at (repeatable; default: the twin's pools).")
+@click.option(
+    "--mix",
+    "mixes",
+    multiple=True,
+    help="A request mix to run at, as the chain's reweighting STATE=FACTOR,… (e.g. SRES=2; repeatable; default: the twin's own).",
+)
+@click.option("--http", "mapping", type=click.Path(dir_okay=False), required=True, help="The request types' HTTP mapping (YAML).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Folder for verify.csv, verify.json and verify.png.")
+@click.option("--workdir", default=".tierlab/live", show_default=True, type=click.Path(file_okay=False), help="The running testbed's state folder.")
+@run_length(duration=20.0, warmup=5.0)
+def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, duration, warmup) -> None:
+    """Run each load (at each --config) live on the testbed and simulated on the twin;
+    print per step throughput, response time (mean, p50, p90, p99), the app's CPU and
+    pool occupancy — measured, predicted, relative error — and write them."""
+    import json
+    from pathlib import Path
+
+    from ..experiments.twin.verify import verify, write
+    from ..live.testbed import Testbed
+    from ..model import load_model
+    from ..report.plots import twin_plot
+
+    with about(twin_file):
+        twin = load_model(twin_file).with_run(duration=duration, warmup=warmup)
+    report = Path(twin_file).with_suffix(".calibration.json")
+    speed = json.loads(report.read_text())["cores"]["speed"] if report.is_file() else 1.0
+    pairs = [tuple(ints(c)) for c in configs]
+    if any(len(p) != 2 for p in pairs):
+        raise click.BadParameter("give M,N", param_hint="--config")
+    reweights = [_mix(m) for m in mixes]
+    table = verify(
+        twin,
+        Testbed(workdir),
+        mapping,
+        floats(loads),
+        [(p[0], p[1]) for p in pairs] or None,
+        speed,
+        reweights or None,
+        log=lambda s: err.print(s, markup=False),
+    )
+    folder = write(table, out_dir)
+    twin_plot(table, folder / "verify.png")
+    out.print(verify_table(table))
+    out.print(f"wrote {folder / 'verify.csv'}, verify.json and verify.png", markup=False)
+
+
+def _mix(text: str) -> dict[str, float]:
+    """`SRES=2,BUYR=0.5` → {"SRES": 2.0, "BUYR": 0.5}."""
+    out = {}
+    for part in text.split(","):
+        state, _, factor = part.partition("=")
+        try:
+            out[state.strip()] = float(factor)
+        except ValueError:
+            raise click.BadParameter(f"{part!r}: give STATE=FACTOR, e.g. SRES=2", param_hint="--mix") from None
+    return out
+
+
+def verify_table(table) -> Table:
+    """Per step: each figure as measured / predicted (error)."""
+    figures = [c.removesuffix(".measured") for c in table.columns if c.endswith(".measured")]
+    t = Table(title="twin vs live: measured / predicted (error)")
+    for c in ("M", "N", "mix", "load", "speed live / twin", *figures):
+        t.add_column(c, justify="right")
+    for _, row in table.iterrows():
+        cells = [f"{row[f + '.measured']:.4g} / {row[f + '.predicted']:.4g} ({row[f + '.error']:+.0%})" for f in figures]
+        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", str(row["mix"]), f"{row.load:g}", f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}", *cells)
+    return t

@@ -1,0 +1,251 @@
+"""`tierlab twin calibrate`: a model of the live system, in the ordinary YAML format,
+from live traces and the model they were run from.
+
+Per request type, from its served requests (docs/trace.md's demand columns):
+
+- app tier: the handler's interpreter CPU (`cpu_time`, less `pool_cpu_time`, which
+  becomes the connection pool's `acquire_cpu` per connection request, and less
+  `db_cpu_time` when the database is embedded) as a fitted
+  distribution, split between before the accesses and inside them in the proportion
+  the request's phases show (`before_db` vs `with_db_active` less the statements'
+  time); then its connection requests (`db_requests`), each a `use` of the pool
+  calling the database tier once; plus, before the worker thread, the process's CPU
+  that no handler accounts for (the server's I/O thread parsing and writing, the
+  garbage collector), per request, from the service demand law's residual;
+- database tier: per call, the statements' own work — SQLite's CPU (`db_cpu_time`),
+  or PostgreSQL's execution time (`pg_stat_statements`: Σ time / Σ calls per statement,
+  times the request's statements);
+- the app tier's CPU station: the process's effective cores, found from the monitor
+  over the windows with two or more requests in service (where a process that could
+  use a second core would show it): its ceiling, the 95th percentile of the process's
+  CPU (cores busy), rounded, is the station's cores — a Python server's interpreter
+  lock holds it near one core whatever its thread count; and the mean over those
+  windows, as a share of those cores, is the speed the process really got (the lock's
+  hand-offs, the machine's other processes): the app tier's CPU demands are divided
+  by it, so the station delivers what the process did.
+
+Pools (sizes as the trace's summary records them; timeouts, queues and caching as the
+model set them on the server), the workload and the run come from the model."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ...errors import InputError
+from ...model import LoadedModel, load_model
+from ...model.pools import PoolSetting
+from ...trace import read_trace
+from .classical import demand_law, regression
+from .fit import Form, fitted, mean_of
+from .measured import Measured, measured
+
+CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
+UNMEASURED = ("acquire_cpu", "retransmit")  # pool fields a twin does not take from the model
+BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
+
+
+@dataclass
+class Calibration:
+    model: dict  # the twin, as the model file holds it
+    base_dir: Path  # where the model's relative paths (chain CSVs) resolve
+    demands: pd.DataFrame  # per type: what the twin's programs use
+    cores: dict[str, float]
+    law: dict[str, float]
+    regression: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    def loaded(self) -> LoadedModel:
+        return load_model(self.model, self.base_dir)
+
+    def report(self) -> dict:
+        """The calibration's figures: direct demands, effective cores, and the
+        classical estimates beside them with their residuals."""
+        reg = self.regression
+        return {
+            "model": self.model["name"],
+            "cores": _finite(self.cores),
+            "demand_law": _finite(self.law),
+            "regression": _finite({k: reg.attrs[k] for k in ("relative_residual", "relative_residual_all", "windows")}) | {"types": _records(reg)},
+            "demands": _records(self.demands),
+            "notes": self.notes,
+        }
+
+    def write(self, out: str | Path) -> Path:
+        """The twin as `out` (YAML; chain CSV paths made relative to its folder) and
+        the report beside it as `<out stem>.calibration.json`."""
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        model = json.loads(json.dumps(self.model))
+        chain = model.get("workload", {}).get("chain", {})
+        if chain.get("csv"):
+            chain["csv"] = os.path.relpath((self.base_dir / chain["csv"]).resolve(), out.parent.resolve())
+        header = "# A digital twin calibrated by `tierlab twin calibrate` (see its .calibration.json).\n"
+        out.write_text(header + yaml.safe_dump(model, sort_keys=False, allow_unicode=True, width=160))
+        out.with_suffix(".calibration.json").write_text(json.dumps(self.report(), indent=2, allow_nan=False) + "\n")
+        return out
+
+
+def _finite(figures: dict) -> dict:
+    """JSON has no NaN: a figure that could not be had is null."""
+    return {k: (float(v) if np.isfinite(v) else None) for k, v in figures.items()}
+
+
+def _records(df: pd.DataFrame) -> dict:
+    return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
+
+
+def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal") -> Calibration:
+    """The twin of the system the traces measured, run from `model`."""
+    base = load_model(model)
+    m = measured([(str(t), read_trace(t)) for t in traces], list(base.spec.tiers))
+    setting = PoolSetting.find(base, m.tier)
+    names = list(base.spec.tiers)
+    db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
+    if db is None:
+        raise InputError(f"the model has no tier after {m.tier!r} for the database; give the model the trace was run from")
+    notes: list[str] = []
+    law = demand_law(m)
+    cores = effective_cores(m)
+    outside = max(0.0, law["outside_handlers"]) / cores["speed"]
+    per_query = _db_per_query(m, notes)
+    spec = base.spec.model_dump(mode="json", exclude_unset=True)
+    rows, requests = {}, dict(spec["requests"])
+    for t, r in m.requests.groupby(m.requests["type"].astype(str)):
+        if t not in requests:
+            raise InputError(f"the traces hold request type {t!r}, which the model lacks; give the model the trace was run from")
+        row, program = _type(r, m, setting, db, per_query, outside, cores["speed"], form)
+        rows[t] = row
+        requests[t] = {"priority": requests[t].get("priority", 0), **program}
+    unseen = sorted(set(requests) - set(rows))
+    if unseen:
+        notes.append(f"not served in the traces, so their programs are the model's: {', '.join(unseen)}")
+    tiers = dict(spec["tiers"])
+    tier = dict(tiers[m.tier])
+    # getConnection()'s CPU is measured (`pool_cpu_time`); the live server's accept
+    # backlog is the kernel's: the model's assumptions for them are not carried over.
+    tier["pools"] = {
+        p: {k: x for k, x in v.items() if k not in UNMEASURED} | ({"size": m.pools[p]} if p in m.pools else {}) for p, v in tier.get("pools", {}).items()
+    }
+    acquire = pool_cpu(m) / cores["speed"]
+    if acquire > 0:
+        tier["pools"][setting.connections]["acquire_cpu"] = {"exponential": acquire}
+    tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
+    tiers[m.tier] = tier
+    if m.db_tier:
+        db_cores = _cores_of(base, db)
+        tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", "cores": db_cores}}}
+        notes.append(f"{db}: {db_cores} core(s) as the model states; the statements' demands are measured, their contention is not (no overhead)")
+    else:
+        notes.append(
+            f"{db}: embedded in the application's process (SQLite, no process of its own): the statements' CPU is the process's, "
+            f"on its {int(cores['cores'])} effective core(s) inside each access; the {db} tier, as the model has it, serves only types the traces lack"
+        )
+    notes.append(
+        f"{m.tier}: {int(cores['cores'])} effective core(s) (the process's CPU ceiling with 2+ requests in service: {cores['ceiling']:.2f}), "
+        f"at {cores['speed']:.2f} of its speed (its mean CPU then); its CPU demands are divided by {cores['speed']:.2f}"
+    )
+    if outside > 0:
+        notes.append(
+            f"{law['outside_handlers'] * 1e3:.3f} ms of the process's CPU per request is outside the handlers (service demand law − handler CPU): a CPU step before the worker thread"
+        )
+    twin = spec | {
+        "name": f"{spec['name']}-twin",
+        "description": f"calibrated from {len(traces)} live trace(s) of {spec['name']}",
+        "tiers": tiers,
+        "requests": requests,
+    }
+    demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), notes)
+
+
+def effective_cores(m: Measured) -> dict[str, float]:
+    """The process's effective cores, from data: the 95th percentile of its CPU (cores
+    busy) over the windows in which two or more requests were in service — where a
+    second core, if the process could use one, would show."""
+    w = m.windows
+    busy = w[w["concurrency"] >= BUSY]
+    if len(busy) < 10:
+        raise InputError(
+            f"the traces have {len(busy)} windows with {BUSY:g}+ requests in service (10 needed): the process's CPU ceiling cannot be seen; calibrate from a run with more load"
+        )
+    ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
+    cores = max(1, round(ceiling))
+    got = float(busy["cpu"].mean())
+    return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(cores), "busy_mean": got, "speed": min(1.0, got / cores)}
+
+
+def pool_cpu(m: Measured) -> float:
+    """CPU-seconds per connection request spent taking and giving back the connection
+    (`pool_cpu_time` / `db_requests`): the twin's `acquire_cpu`, so that a caching mode
+    that asks the pool less often costs less CPU, as it does live."""
+    asked = m.requests[f"{m.tier}.db_requests"].sum()
+    return float(m.requests[f"{m.tier}.pool_cpu_time"].sum() / asked) if asked else 0.0
+
+
+def _cores_of(base: LoadedModel, tier: str) -> int:
+    cpus = [s for s in base.spec.tiers[tier].stations.values() if getattr(s, "kind", None) == "cpu"]
+    return int(getattr(cpus[0], "cores", 1)) if cpus else 1
+
+
+def _db_per_query(m: Measured, notes: list[str]) -> float | None:
+    """Seconds a statement executes in a database process (pg_stat_statements); None
+    for an embedded database (its CPU is in the handler's `db_cpu_time`)."""
+    if m.db_tier is None:
+        return None
+    if m.statements is None or m.statements["calls"].sum() == 0:
+        notes.append("no statements.parquet: the database's time per statement is the client's (db_time − db_cpu_time), round trip and waits included")
+        return None
+    st = m.statements
+    per = float(st["total_time"].sum() / st["calls"].sum())
+    client = float(m.requests[f"{m.tier}.db_time"].sum() / max(1, m.requests[f"{m.tier}.db_queries"].sum()))
+    notes.append(f"{m.db_tier}: {per * 1e6:.0f} µs per statement in the database (pg_stat_statements) vs {client * 1e6:.0f} µs seen by the handler")
+    return per
+
+
+def _type(
+    r: pd.DataFrame, m: Measured, setting: PoolSetting, db: str, per_query: float | None, outside: float, speed: float, form: Form
+) -> tuple[dict, dict[str, Any]]:
+    """One type's measured demands and its twin programs (app and database tier); the
+    app tier's CPU demands divided by the process's `speed`."""
+    c = lambda name: r[f"{m.tier}.{name}"].to_numpy(dtype=float)  # noqa: E731
+    embedded = m.db_tier is None
+    interp = (c("cpu_time") - c("pool_cpu_time") - (c("db_cpu_time") if embedded else 0.0)) / speed
+    accesses = int(round(float(np.median(c("db_requests")))))
+    queries = float(np.mean(c("db_queries")))
+    inside = np.clip(c("with_db_active") - c("db_time"), 0, None).sum()
+    before = c("before_db").sum()
+    share_in = float(inside / (inside + before)) if accesses and inside + before > 0 else 0.0
+    first = fitted(interp * (1 - share_in), form)
+    steps: list[dict] = [{"cpu": {"exponential": outside}}] if outside > 0 else []
+    steps += [{"acquire": setting.threads}, {"cpu": first}]
+    row = {"requests": float(len(r)), "cpu_time": float(np.mean(c("cpu_time"))), "app_cpu": float(np.mean(interp)), "share_in_access": share_in}
+    row |= {"db_requests": float(accesses), "db_queries": queries, "db_time": float(np.mean(c("db_time"))), "db_cpu_time": float(np.mean(c("db_cpu_time")))}
+    programs: dict[str, Any] = {}
+    if accesses:
+        access = float(np.mean(interp)) * share_in / accesses
+        if embedded:  # the statements' CPU is the process's: on its cores, inside the access
+            per_call = c("db_cpu_time") / accesses / speed
+        elif per_query is not None:
+            per_call = c("db_queries") * per_query / accesses
+        else:
+            per_call = np.clip(c("db_time") - c("db_cpu_time"), 0, None) / accesses
+        db_dist = fitted(per_call, form)
+        use: list[dict[str, Any]] = [{"cpu": {"exponential": access}}] if access > 0 else []
+        if embedded:
+            use.append({"cpu": db_dist})
+        else:
+            use.append({"call": db})
+            programs[db] = [{"cpu": db_dist}]
+        steps.append({"loop": {"count": accesses, "steps": [{"use": {"pool": setting.connections, "steps": use}}]}})
+        row |= {"app_per_access": access, "db_per_call": mean_of(db_dist)}
+    steps.append({"release": setting.threads})
+    row["app_first"] = mean_of(first)
+    return row, {m.tier: steps, **programs}

@@ -1,0 +1,105 @@
+"""What a live trace measured that a twin needs: the served requests with their demand
+columns, the server's process CPU per window, and the database's own statement times —
+pooled over one or more traces, each checked to be a live run of the model's tiers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputError
+from ...trace import Trace
+from ...trace.schema import DEMANDS
+
+DONE = "done:"  # a window's column of requests of a type that ended in it: done:<type>
+
+
+@dataclass
+class Measured:
+    tier: str  # the pooled tier, named as in the model
+    db_tier: str | None  # the database's tier when it runs as a process of its own (monitored)
+    requests: pd.DataFrame  # ok requests of the measured periods, all traces
+    windows: pd.DataFrame  # per measured window: trace, t, length, concurrency, cpu (cores busy), done:<type>
+    statements: pd.DataFrame | None  # pg_stat_statements, all traces summed
+    pools: dict[str, int]  # pool name → size, from the first trace
+    measured_seconds: float
+
+
+def measured(traces: list[tuple[str, Trace]], model_tiers: list[str]) -> Measured:
+    """The traces' measurements; an InputError names a trace that cannot calibrate a
+    twin (no per-request records, no demand columns, a tier the model lacks)."""
+    if not traces:
+        raise InputError("give at least one live trace folder to calibrate from")
+    tier, db_tier, pools = None, None, {}
+    requests, windows, statements, seconds = [], [], [], 0.0
+    for k, (name, trace) in enumerate(traces):
+        t, d = _tiers(name, trace, model_tiers)
+        if tier is None:
+            tier, db_tier = t, d
+            pools = {p: v["size"] for p, v in trace.summary["tiers"][t]["servers"][0]["pools"].items()}
+        elif t != tier:
+            raise InputError(f"{name}: its pooled tier is {t!r}, the first trace's {tier!r}; calibrate one tier at a time")
+        s = trace.summary
+        r = trace.requests
+        assert r is not None
+        ok = r[(r.status == "ok") & (r[f"{t}.visits"] > 0)].copy()
+        ok["trace"] = k
+        requests.append(ok)
+        windows.append(_windows(trace, t, d, k))
+        if trace.statements is not None:
+            statements.append(trace.statements)
+        seconds += s["measured_seconds"]
+    assert tier is not None
+    req = pd.concat(requests, ignore_index=True)
+    if len(req) < 20:
+        raise InputError(f"only {len(req)} served requests in the traces; calibrate from a longer run (20 or more)")
+    stm = pd.concat(statements).groupby("query", as_index=False)[["calls", "total_time", "rows"]].sum() if statements else None
+    return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds)
+
+
+def _tiers(name: str, trace: Trace, model_tiers: list[str]) -> tuple[str, str | None]:
+    """The trace's pooled tier (the middleware's) and its monitored database tier."""
+    s = trace.summary
+    if s["source"] != "live" or trace.requests is None:
+        raise InputError(f"{name} is not a live trace with per-request records (source {s['source']!r}); record one with `tierlab live run MODEL --out DIR`")
+    pooled = [t for t, v in s["tiers"].items() if v["servers"] and v["servers"][0]["pools"]]
+    if not pooled:
+        raise InputError(f"{name}: no tier with pools in summary.tiers; the server's side of the run is missing ({s['missing'] or 'no reason given'})")
+    tier = pooled[0]
+    lacking = [c for c in (f"{tier}.{d}" for d in [*DEMANDS, "db_queries"]) if c not in trace.requests.columns]
+    if lacking:
+        raise InputError(f"{name}: requests.parquet lacks {', '.join(lacking)}; record the trace again with this version's middleware")
+    unknown = [t for t in s["tiers"] if t not in model_tiers]
+    if unknown:
+        raise InputError(
+            f"{name} names tier(s) {', '.join(unknown)} that the model lacks (its tiers: {', '.join(model_tiers)}); give the model the trace was run from"
+        )
+    db = next((t for t in s["tiers"] if t != tier), None)
+    return tier, db
+
+
+def _windows(trace: Trace, tier: str, db_tier: str | None, k: int) -> pd.DataFrame:
+    """Per measured window: the server's concurrency, each process's CPU (cores busy)
+    and the ok requests of each type that ended in it."""
+    s, w = trace.summary, trace.summary["window"]
+
+    def series(t: str, metric: str) -> pd.Series:
+        f = trace.series(t, metric)
+        return f[0] if 0 in f.columns else pd.Series(dtype=float)
+
+    out = pd.DataFrame({"concurrency": series(tier, "concurrency"), "cpu": series(tier, "cpu_user") + series(tier, "cpu_system")})
+    if db_tier is not None:
+        out["db_cpu"] = series(db_tier, "cpu_user") + series(db_tier, "cpu_system")
+    out = out[(out.index >= s["warmup"] - 1e-9) & (out.index < trace.end - 1e-9)]
+    r = trace.requests
+    assert r is not None
+    ok = r[r.status == "ok"]
+    ends = np.floor(ok["end"].to_numpy() / w + 1e-6) * w
+    counts = pd.crosstab(np.round(ends, 9), ok["type"].astype(str)).add_prefix(DONE)
+    out.index = np.round(out.index.to_numpy(dtype=float), 9)
+    out = out.join(counts).fillna(0.0)
+    out["length"] = np.minimum(w, trace.end - out.index.to_numpy())
+    out["trace"] = k
+    return out.rename_axis("t").reset_index()

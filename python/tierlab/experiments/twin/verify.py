@@ -1,0 +1,110 @@
+"""`tierlab twin verify`: the twin against the live system, step by step — each load
+(and pool configuration) run live on the testbed and simulated on the twin, and per
+step the figures side by side with the twin's relative error. Configurations and loads
+the twin was not calibrated on are the honest test."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import psutil
+
+from ...errors import InputError
+from ...live.testbed import LiveRunner, Testbed
+from ...model import LoadedModel
+from ...model.pools import PoolSetting
+from ...model.spec import Closed, Cpu
+from ...run import simulate
+from ...trace import Trace
+from ...trace.schema import figures
+from .calibrate import effective_cores
+from .measured import measured
+
+PERCENTILES = ("mean", "p50", "p90", "p99")
+SIMULATED_LENGTH = 3  # the twin runs this many times the live run's length: its noise stays below the live run's
+
+
+def verify(
+    twin: LoadedModel,
+    bed: Testbed,
+    mapping: str | Path,
+    loads: list[float],
+    configs: list[tuple[int, int]] | None = None,
+    speed: float = 1.0,
+    mixes: list[dict[str, float]] | None = None,
+    log: Callable[[str], None] = lambda _: None,
+) -> pd.DataFrame:
+    """One row per (M, N) × mix × load: measured, predicted and the relative error of
+    throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
+    and each pool's mean occupancy. A load is the twin's population: browsers for a
+    closed workload, sessions/s for an open one. `speed`: the calibration's (the twin's
+    CPU station runs at it; its cores busy are scaled back to the machine's), beside
+    the speed the live process got in each step. A mix reweights the chain
+    (`workload.chain.reweight`: state → factor on every transition into it); {} is the
+    twin's own."""
+    setting = PoolSetting.find(twin)
+    runner = LiveRunner(bed, mapping)  # a step whose server ended stops the verification, named
+    population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
+    cpus = [st for st in twin.spec.tiers[setting.tier].stations.values() if isinstance(st, Cpu)]
+    twin_cores = (cpus[0].cores if cpus else 1) * speed
+    configs = configs or [(twin.spec.tiers[setting.tier].pools[setting.threads].size, twin.spec.tiers[setting.tier].pools[setting.connections].size)]
+    rows = []
+    for (M, N), mix, load in itertools.product(configs, mixes or [{}], loads):
+        size = {"workload.population": {population: int(load) if population == "clients" else load}}
+        model = twin.with_changes(setting.changes(M, N) | size | ({"workload.chain.reweight": mix} if mix else {}))
+        live = runner(model)
+        run = model.spec.run
+        predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
+        row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
+        for name, (seen, twin_value) in _figures(live, predicted, setting, twin_cores).items():
+            row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
+        rows.append(row)
+        log(
+            f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
+        )
+    return pd.DataFrame(rows)
+
+
+def mix_label(mix: dict[str, float]) -> str:
+    """`SRES=2,BUYR=0.5`, or `model` for the twin's own mix."""
+    return ",".join(f"{k}={v:g}" for k, v in mix.items()) or "model"
+
+
+def live_speed(trace: Trace, tiers: list[str]) -> float:
+    """The share of its cores the live process got in this step (as `calibrate` measures
+    it; NaN if the step never had two requests in service): where it differs from the
+    calibrated speed, the machine, not the twin, changed."""
+    try:
+        return effective_cores(measured([("step", trace)], tiers))["speed"]
+    except InputError:
+        return float("nan")
+
+
+def _figures(live: Trace, twin: Trace, setting: PoolSetting, twin_cores: float) -> dict[str, tuple[float, float]]:
+    """(measured, predicted) per figure; `twin_cores`: the machine's cores one busy
+    share of the twin's app CPU station stands for (its cores × the calibrated speed)."""
+    out = {"throughput": (live.summary["throughput"], twin.summary["throughput"])}
+    rts = [figures(t.summary["response_time"]) for t in (live, twin)]
+    for p in PERCENTILES:
+        out[f"rt_{p}"] = (rts[0].get(p, float("nan")), rts[1].get(p, float("nan")))
+    servers = [t.summary["tiers"][setting.tier]["servers"][0] for t in (live, twin)]
+    busy = [s["stations"]["cpu"]["utilization"] if "cpu" in s["stations"] else float("nan") for s in servers]
+    live_cpu, twin_cpu = busy[0] * (psutil.cpu_count() or 1), busy[1] * twin_cores
+    out["app_cpu_cores"] = (live_cpu, twin_cpu)
+    for pool in (setting.threads, setting.connections):
+        out[f"{pool}_busy"] = (servers[0]["pools"][pool]["mean_busy"], servers[1]["pools"][pool]["mean_busy"])
+    return out
+
+
+def write(table: pd.DataFrame, out: str | Path) -> Path:
+    """`verify.csv` and `verify.json` in `out`."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    table.to_csv(folder / "verify.csv", index=False)
+    rows = json.loads(table.to_json(orient="records"))
+    (folder / "verify.json").write_text(json.dumps({"steps": rows}, indent=2) + "\n")
+    return folder
