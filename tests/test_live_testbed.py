@@ -8,6 +8,7 @@ import os
 import subprocess
 import threading
 
+import numpy as np
 import pytest
 
 from tierlab import PHASES
@@ -169,17 +170,21 @@ def test_cross_tier_priority_serves_the_prioritised_type_first_and_starves_no_ot
     an Item's access waits behind the whole queue (Q waiters); under CTP behind the
     access in progress (and the rare other Item): about 1/Q of FIFO's wait. Q ≥ 4 is
     checked, so < 0.5 leaves the mechanism a margin of two or more on a busy machine.
-    Medians, not means: on a busy machine the OS deschedules the whole server for
+    Only Items that met a queue (≥ 4 waiters in the 100 ms window of their access) are
+    compared: on a busy machine the queue comes and goes in waves, and Items complete
+    mostly between them (once, under FIFO, at a median wait of 0.02 ms against the
+    rest's 9.7). Medians, not means: the OS deschedules the whole server for
     milliseconds at a time, and a sub-millisecond wait that straddles one is inflated
     far more, relatively, than a wait behind a dozen accesses (means gave CTP/FIFO
     0.2–0.7 under a load average of 8–12, where medians gave 0.04–0.15).
     Sixteen browsers without think time keep Q near 14 and a Search (101 accesses) at
     about a second, so every type keeps completing within the 4 s measured. (With 30
-    browsers all would soon sit in Searches, moving in waves longer than the run.)"""
+    browsers all would soon sit in Searches, moving in waves longer than the run.) On a
+    machine so busy that a run completes fewer than 20 such Items (PostgreSQL under CI's
+    load once finished none in 4 s), the run is repeated twice as long, up to 32 s."""
     base = {
         "workload.population": {"clients": 16},
         "workload.think": 0.0,
-        "run.duration": 4,
         "run.warmup": 1,
         "tiers.app.pools.threads.size": 24,
         "tiers.app.pools.db.size": 1,
@@ -187,24 +192,34 @@ def test_cross_tier_priority_serves_the_prioritised_type_first_and_starves_no_ot
     ranks = {f"requests.{t}.priority": 1 for t in live_model().spec.requests} | {"requests.PROD.priority": 0}
 
     def measure(queue: str):
-        trace = bed.run(live_model(**base, **ranks, **{"tiers.app.pools.db.queue": queue}), MAPPING)
-        r = trace.requests
-        db = r[r["app.db_requests"] > 0]
-        item = db.type == "PROD"
-        per_access = db["app.wait_db"] / db["app.db_requests"]
+        for duration in (4, 8, 16, 32):
+            trace = bed.run(live_model(**base, **ranks, **{"tiers.app.pools.db.queue": queue, "run.duration": duration}), MAPPING)
+            r = trace.requests
+            db = r[r["app.db_requests"] > 0]
+            # The connection's mean queue in the 100 ms window of each request's first access.
+            ts = trace.timeseries
+            queued = ts[(ts.tier == "app") & (ts.resource == "db") & (ts.metric == "queued")].set_index("t")["value"].sort_index()
+            then = queued.reindex((db.start + db["app.wait_thread"] + db["app.before_db"]).to_numpy(), method="ffill").to_numpy()
+            item = (db.type == "PROD").to_numpy() & (then >= 4)
+            if item.sum() >= 20:
+                break
+        assert item.sum() >= 20, f"only {item.sum()} Items met a queue of 4 or more in {duration} s under {queue}"
+        per_access = (db["app.wait_db"] / db["app.db_requests"]).to_numpy()
+        rest = (db.type != "PROD").to_numpy()
         waiting = trace.summary["tiers"]["app"]["servers"][0]["pools"]["db"]["mean_queued"]
-        return r, per_access[item].median(), per_access[~item].median(), waiting
+        return r, duration, np.median(per_access[item]), np.median(per_access[rest]), waiting
 
-    r_fifo, fifo, fifo_rest, queue = measure("fifo")
-    r_ctp, ctp, ctp_rest, _ = measure("priority")
+    r_fifo, d_fifo, fifo, fifo_rest, queue = measure("fifo")
+    r_ctp, d_ctp, ctp, ctp_rest, _ = measure("priority")
     print(
-        f"CTP {bed.state.kind}: PROD's median wait {1e3 * fifo:.2f} ms (FIFO) → {1e3 * ctp:.2f} ms (CTP) per connection request, "
-        f"the rest {1e3 * fifo_rest:.2f} → {1e3 * ctp_rest:.2f} ms; FIFO queue {queue:.1f}"
+        f"CTP {bed.state.kind}: PROD's median wait {1e3 * fifo:.2f} ms (FIFO, {d_fifo} s) → {1e3 * ctp:.2f} ms (CTP, {d_ctp} s) per connection "
+        f"request, the rest {1e3 * fifo_rest:.2f} → {1e3 * ctp_rest:.2f} ms; FIFO queue {queue:.1f}"
     )
     assert queue >= 4, f"the connection was not overloaded (mean queue {queue:.1f} under FIFO)"
     assert ctp < 0.5 * fifo, (fifo, ctp)
-    # Nothing starves: all answered, and every type FIFO completed (same seed, same walks) completes.
+    # Nothing starves: all answered, and every type FIFO completed (same seed, same walks)
+    # completes, Search results at least half as often (per second: runs may differ in length).
     assert (r_ctp.status == "ok").all(), r_ctp.status.value_counts()
     done_fifo, done_ctp = r_fifo.type.value_counts(), r_ctp.type.value_counts()
-    assert all(done_ctp[t] > 0 for t in done_fifo[done_fifo >= 5].index), (done_fifo.to_dict(), done_ctp.to_dict())
-    assert done_ctp["SRES"] >= 0.5 * done_fifo["SRES"], (done_fifo["SRES"], done_ctp["SRES"])
+    assert all(done_ctp.get(t, 0) > 0 for t in done_fifo[done_fifo >= 5].index), (done_fifo.to_dict(), done_ctp.to_dict())
+    assert done_ctp.get("SRES", 0) / d_ctp >= 0.5 * done_fifo["SRES"] / d_fifo, (done_fifo.to_dict(), done_ctp.to_dict())
