@@ -108,6 +108,9 @@ pub struct Sim {
     pub(crate) clusters: Vec<Cluster>,
     links: Vec<Ps>,
     pub(crate) reqs: Vec<Req>,
+    /// Requests keep their per-tier accumulators (`Req::tiers`, the visits' phases):
+    /// only the per-request records read them, so a run without records skips them.
+    tier_accs: bool,
     free_reqs: Vec<u32>,
     next_req_id: u64,
     next_ticket: u64,
@@ -182,6 +185,7 @@ impl Sim {
         let obs = Observer::new(&m);
         Sim {
             rng: Streams::new(m.run.seed),
+            tier_accs: m.run.records,
             m,
             now: 0.0,
             events: EventQueue::default(),
@@ -360,14 +364,16 @@ impl Sim {
         r.measured = self.obs.measuring;
         r.frames.clear();
         r.loops.clear();
-        r.tiers.clear();
-        r.tiers.resize(
-            nt,
-            TierAcc {
-                server: -1,
-                ..Default::default()
-            },
-        );
+        if self.tier_accs {
+            r.tiers.clear();
+            r.tiers.resize(
+                nt,
+                TierAcc {
+                    server: -1,
+                    ..Default::default()
+                },
+            );
+        }
         r.ticket = 0;
         r.retrying = false;
         r.retransmissions = 0;
@@ -391,11 +397,13 @@ impl Sim {
         let sv = &mut self.servers[server];
         sv.stats.enter(now);
         let r = &mut self.reqs[slot as usize];
-        let acc = &mut r.tiers[tier];
-        if acc.server < 0 {
-            acc.server = (server - self.tier_first_server[tier]) as i32;
+        if self.tier_accs {
+            let acc = &mut r.tiers[tier];
+            if acc.server < 0 {
+                acc.server = (server - self.tier_first_server[tier]) as i32;
+            }
+            acc.visits += 1;
         }
-        acc.visits += 1;
         let loop_base = r.loops.len() as u32;
         r.frames.push(Frame {
             tier: tier as u16,
@@ -415,8 +423,15 @@ impl Sim {
     }
 
     /// Re-derive the top frame's phase from what it holds and waits for, charging the
-    /// time since the last change to the phase it was in.
+    /// time since the last change to the phase it was in (when records are kept).
+    #[inline]
     fn update_phase(&mut self, slot: u32) {
+        if self.tier_accs {
+            self.charge_phase(slot);
+        }
+    }
+
+    fn charge_phase(&mut self, slot: u32) {
         let now = self.now;
         let r = &mut self.reqs[slot as usize];
         let f = r.frames.last_mut().expect("running request has a frame");
@@ -724,7 +739,7 @@ impl Sim {
         if exclusive {
             f.exclusive |= 1 << p;
         }
-        if self.conn_mask[f.tier as usize] & (1 << p) != 0 {
+        if self.tier_accs && self.conn_mask[f.tier as usize] & (1 << p) != 0 {
             r.tiers[f.tier as usize].db_requests += 1;
         }
         self.update_phase(slot);
@@ -856,7 +871,9 @@ impl Sim {
         let r = &mut self.reqs[slot as usize];
         let f = r.frames.pop().expect("frame");
         r.loops.truncate(f.loop_base as usize);
-        r.tiers[f.tier as usize].time += now - f.entered;
+        if self.tier_accs {
+            r.tiers[f.tier as usize].time += now - f.entered;
+        }
         let sv = &mut self.servers[f.server as usize];
         sv.stats.leave(now, f.entered, self.obs.measuring);
         let mut held = f.held;

@@ -1,8 +1,10 @@
 //! The future-event list: a binary heap ordered by (time, insertion order), so that
 //! simultaneous events run in the order they were scheduled — deterministic by design.
+//! Events for the current instant (a granted waiter resuming) skip the heap: they queue
+//! in a FIFO that is merged with the heap by the same key, so the order is unchanged.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ev {
@@ -75,27 +77,63 @@ impl Ord for Entry {
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    /// Events at `now_bits` (the time of the last event popped), in insertion order.
+    /// Each one is later than any event of the heap at that time (pushed before it)
+    /// and earlier than any later time, so `pop` takes the lesser of the two fronts.
+    now: VecDeque<Entry>,
+    now_bits: u64,
     seq: u64,
 }
 
 impl EventQueue {
     /// `time` is a simulated time: finite and not negative (`+ 0.0` turns a -0.0 into
     /// 0.0, whose bits would otherwise sort last).
+    #[inline]
     pub fn push(&mut self, time: f64, ev: Ev) {
         debug_assert!(time >= 0.0 && time.is_finite(), "event time {time}");
         self.seq += 1;
-        let key = u128::from((time + 0.0).to_bits()) << 64 | u128::from(self.seq);
-        self.heap.push(Entry { key, ev });
+        let bits = (time + 0.0).to_bits();
+        let e = Entry {
+            key: u128::from(bits) << 64 | u128::from(self.seq),
+            ev,
+        };
+        if bits == self.now_bits {
+            self.now.push_back(e);
+        } else {
+            self.heap.push(e);
+        }
     }
 
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
-        self.heap.pop().map(|e| (e.time(), e.ev))
+        if let Some(first) = self.now.front() {
+            if self.heap.peek().is_none_or(|h| first.key < h.key) {
+                return self.now.pop_front().map(|e| (e.time(), e.ev));
+            }
+        }
+        let e = self.heap.pop()?;
+        self.now_bits = (e.key >> 64) as u64;
+        Some((e.time(), e.ev))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_for_the_current_instant_keep_their_order_with_the_heap() {
+        let mut q = EventQueue::default();
+        q.push(1.0, Ev::Resume { req: 1 });
+        q.push(1.0, Ev::Resume { req: 2 });
+        q.push(2.0, Ev::Window);
+        assert_eq!(q.pop(), Some((1.0, Ev::Resume { req: 1 })));
+        // At 1.0 now: these two queue beside the heap, after request 2 (pushed first).
+        q.push(1.0, Ev::Resume { req: 3 });
+        q.push(1.0, Ev::Resume { req: 4 });
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at1 = |req| (1.0, Ev::Resume { req });
+        assert_eq!(order, vec![at1(2), at1(3), at1(4), (2.0, Ev::Window)]);
+    }
 
     #[test]
     fn earliest_first_and_ties_in_insertion_order() {

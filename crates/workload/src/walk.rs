@@ -24,6 +24,9 @@ pub struct Walk {
 /// The chain with its rows as cumulative probabilities, for sampling.
 pub struct Navigator {
     cumulative: Vec<Vec<f64>>,
+    /// When no row has a choice: the state each row leads to. The walk then draws
+    /// nothing (its stream serves only the walk, so no other draw moves).
+    fixed: Option<Vec<usize>>,
 }
 
 impl Navigator {
@@ -41,8 +44,9 @@ impl Navigator {
                     })
                     .collect()
             })
-            .collect();
-        Navigator { cumulative }
+            .collect::<Vec<Vec<f64>>>();
+        let fixed = cumulative.iter().map(|row| only_outcome(row)).collect();
+        Navigator { cumulative, fixed }
     }
 
     /// Reset `walk` for a new session at time `now`: draws its length or deadline
@@ -111,9 +115,10 @@ impl Navigator {
         };
         // Bounded: a chain of Entry states that never reaches a page ends the session.
         for _ in 0..1000 {
-            let row = &self.cumulative[walk.state];
-            let u = rng.random::<f64>() * row[row.len() - 1];
-            let to = row.partition_point(|c| *c <= u).min(row.len() - 1);
+            let to = match &self.fixed {
+                Some(to) => to[walk.state],
+                None => draw(&self.cumulative[walk.state], rng),
+            };
             let page = match chain.roles[to] {
                 StateRole::End => return None,
                 StateRole::Entry => {
@@ -145,6 +150,28 @@ impl Navigator {
             return Some(ty);
         }
         None
+    }
+}
+
+/// The next state from a row of cumulative probabilities.
+fn draw(row: &[f64], rng: &mut Pcg64Mcg) -> usize {
+    let u = rng.random::<f64>() * row[row.len() - 1];
+    row.partition_point(|c| *c <= u).min(row.len() - 1)
+}
+
+/// The state `draw` returns whatever it draws, if there is one: the only state of
+/// positive probability, or the last for a row of zeros.
+fn only_outcome(row: &[f64]) -> Option<usize> {
+    let mut positive = (1..row.len()).filter(|&i| row[i] > row[i - 1]);
+    let first = if row[0] > 0.0 {
+        Some(0)
+    } else {
+        positive.next()
+    };
+    match (first, positive.next()) {
+        (None, _) => Some(row.len() - 1),
+        (Some(i), None) => Some(i),
+        (Some(_), Some(_)) => None,
     }
 }
 
@@ -202,6 +229,22 @@ mod tests {
 
     /// Rows need not sum to 1: (0.5, 1.5) goes to A a quarter of the time. Over 4000
     /// steps A's count is 1000 ± 27 (binomial σ); ± 100 is beyond 3.5 σ.
+    #[test]
+    fn a_row_without_choice_is_the_state_every_draw_gives() {
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        for row in [
+            vec![0.0, 0.3, 0.3],
+            vec![0.7, 0.7],
+            vec![0.0, 0.0, 0.0],
+            vec![1.0],
+        ] {
+            let to = only_outcome(&row).expect("no choice");
+            assert!((0..1000).all(|_| draw(&row, &mut rng) == to), "{row:?}");
+        }
+        assert_eq!(only_outcome(&[0.5, 1.0]), None);
+        assert_eq!(only_outcome(&[0.0, 0.5, 0.5, 1.0]), None);
+    }
+
     #[test]
     fn the_next_page_follows_the_row_weights() {
         let mut w = workload(vec![A, B], &[0, 0], SessionEnd::Chain);
