@@ -99,21 +99,24 @@ pub async fn handle(
     // The body (if small) before any backend is chosen: a slow client holds none.
     let body = match ClientBody::read(body, state.buffer_body, state.body_timeout).await {
         Ok(body) => body,
-        Err(Unread::BrokeOff) => {
-            d.stats.client_aborted.inc();
-            state.log(decision(None, None, 0, 400, Outcome::ClientAborted));
-            return Ok(plain(
-                StatusCode::BAD_REQUEST,
-                "the request body broke off\n",
-            ));
-        }
-        Err(Unread::TimedOut) => {
-            d.stats.client_timeouts.inc();
-            state.log(decision(None, None, 0, 408, Outcome::ClientTimeout));
-            return Ok(plain(
-                StatusCode::REQUEST_TIMEOUT,
-                "the request body did not arrive in time\n",
-            ));
+        Err(why) => {
+            let (counter, status, outcome, text) = match why {
+                Unread::BrokeOff => (
+                    &d.stats.client_aborted,
+                    StatusCode::BAD_REQUEST,
+                    Outcome::ClientAborted,
+                    "the request body broke off\n",
+                ),
+                Unread::TimedOut => (
+                    &d.stats.client_timeouts,
+                    StatusCode::REQUEST_TIMEOUT,
+                    Outcome::ClientTimeout,
+                    "the request body did not arrive in time\n",
+                ),
+            };
+            counter.inc();
+            state.log(decision(None, None, 0, status.as_u16(), outcome));
+            return Ok(plain(status, text));
         }
     };
     let mut req = Request::from_parts(parts, body);
