@@ -4,9 +4,10 @@ PostgreSQL database (`tierlab live up --model`'s cluster), under each dispatch p
 two loads, one below and one past saturation; and the simulated model of the same
 cluster, calibrated from the live profile, under the same policies and loads.
 
-1. A short ramp under least_active (closed-loop sessions, doubling clients) finds
-   saturation: the first load whose doubling raised the throughput by less than
-   `SATURATED` (10%). The low load is a quarter of it, the high load twice it.
+1. A short ramp under least_active (closed-loop sessions, doubling clients from 2 up
+   to `RAMP_MOST`) finds saturation: the first load reached by a doubling that raised
+   the throughput by less than `SATURATED` (10%); the ramp stops there. The low load
+   is a quarter of it, the high load twice it.
 2. The model is calibrated from the ramp (a calibration, not a prediction): per
    request type, the app server's time on its thread at the lowest load (before its
    first DB connection, then holding connections: the CPython server computes in
@@ -68,6 +69,7 @@ POLICIES = {
 QUICK_POLICIES = ("round_robin", "affinity", "least_active", "redal", "redal_n")
 MEASURES = ["throughput_per_server", "art", "p95", "imbalance", "migrations_per_request", "rejected"]
 # Criteria, fixed before the run.
+RAMP_MOST = 128  # clients: the ramp's bound
 SATURATED = 0.10  # a doubling of the clients that adds less throughput than this saturates
 TAU = 0.6  # the simulated and live orders of the policies "agree" at Kendall τ ≥ this
 SAMPLE = 0.25  # seconds between samples of the slope test (it is re-judged once per 1 s interval)
@@ -142,8 +144,9 @@ class SlopeSampler:
         return turned, float((frame == 0).any(axis=1).mean())
 
 
-def live_runs(model, policy: str, loads: list[int], workdir: Path) -> list[dict]:
-    """Up the cluster with `policy`, one run per load, down; the measures per run."""
+def live_runs(model, policy: str, loads: list[int], workdir: Path, until=lambda rows: False) -> list[dict]:
+    """Up the cluster with `policy`, one run per load (stopping early once `until`
+    the rows so far), down; the measures per run."""
     first = with_load(model, policy, loads[0])
     state = up_cluster(first, workdir, db="postgres", log=lambda *_: None)
     rows = []
@@ -159,6 +162,8 @@ def live_runs(model, policy: str, loads: list[int], workdir: Path) -> list[dict]
             print(f"live {policy} {clients} clients: {m['throughput_per_server']:.1f}/s per server, ART {1000 * m['art']:.0f} ms, flips {flips}", flush=True)
             if policy == "least_active" and clients == loads[0]:
                 rows[-1]["trace"] = trace
+            if until(rows):
+                break
     finally:
         testbed.down(workdir)
     return rows
@@ -168,14 +173,19 @@ def _counts(requests: dict) -> dict:
     return {"ok": requests["ok"], "error": requests["error"], "rejected_requests": requests["rejected"]}
 
 
-def ramp(model, loads: list[int], workdir: Path) -> tuple[pd.DataFrame, int, object]:
-    """Throughput per clients under least_active; saturation = the first load whose
-    doubling added less than SATURATED; the lowest load's trace (to calibrate from)."""
-    rows = live_runs(model, "least_active", loads, workdir)
+def _flat(rows: list[dict]) -> bool:
+    """The last doubling of the clients added less than SATURATED throughput."""
+    return len(rows) > 1 and rows[-1]["throughput_per_server"] < (1 + SATURATED) * rows[-2]["throughput_per_server"]
+
+
+def ramp(model, workdir: Path) -> tuple[pd.DataFrame, int | None, object]:
+    """Throughput per clients under least_active, doubling until saturated (`_flat`)
+    or RAMP_MOST; the saturation load (None if the ramp never flattened) and the
+    lowest load's trace (to calibrate from)."""
+    loads = [2**i for i in range(1, RAMP_MOST.bit_length())]
+    rows = live_runs(model, "least_active", loads, workdir, until=_flat)
     frame = pd.DataFrame([{k: v for k, v in r.items() if k != "trace"} for r in rows])
-    x = frame.set_index("clients")["throughput_per_server"]
-    saturated = next((n for n in loads[1:] if x[n] < (1 + SATURATED) * x[n // 2]), loads[-1])
-    return frame, saturated, rows[0]["trace"]
+    return frame, int(frame.clients.iloc[-1]) if _flat(rows) else None, rows[0]["trace"]
 
 
 def calibrate(model, trace, peak: float):
@@ -223,10 +233,13 @@ def main() -> None:
     model = base_model(a)
     policies = QUICK_POLICIES if a.quick else tuple(POLICIES)
     seeds = (1,) if a.quick else (1, 2, 3)
-    ramp_loads = [2, 4, 8, 16, 32] if a.quick else [2, 4, 8, 16, 32, 64]
 
-    ramp_frame, saturation, low_trace = ramp(model, ramp_loads, workdir)
+    ramp_frame, saturation, low_trace = ramp(model, workdir)
     ramp_frame.to_csv(out / "ramp.csv", index=False)
+    if saturation is None:
+        raise SystemExit(
+            f"the ramp did not saturate by {RAMP_MOST} clients (throughput per server: {ramp_frame.throughput_per_server.tolist()}); raise RAMP_MOST"
+        )
     loads = [max(1, saturation // 4), 2 * saturation]
     peak = float(ramp_frame.throughput_per_server.max())
     calibrated, profile, factor = calibrate(model, low_trace, peak)
@@ -245,7 +258,7 @@ def main() -> None:
     print(table.round(3).to_string())
 
     result = _result(runs, ramp_frame, saturation, loads, policies)
-    result["calibration"] = {"from": f"least_active, {ramp_loads[0]} clients", "peak_per_server": peak, "demand_factor": round(factor, 3)}
+    result["calibration"] = {"from": f"least_active, {int(ramp_frame.clients.iloc[0])} clients", "peak_per_server": peak, "demand_factor": round(factor, 3)}
     write_result(out, result, seeds)
     _claims(runs, loads, policies, peak).write(out)
 
@@ -265,7 +278,7 @@ def _result(runs, ramp_frame, saturation, loads, policies) -> dict:
             "policy": "least_active",
             "throughput_per_server": dict(zip(ramp_frame.clients.astype(int).astype(str), ramp_frame.throughput_per_server.round(2))),
             "saturated_at_clients": saturation,
-            "rule": f"the first load whose doubling added less than {SATURATED:.0%} throughput",
+            "rule": f"the first load reached by a doubling that added less than {SATURATED:.0%} throughput",
         },
         "loads": {"below": loads[0], "past": loads[1]},
         "policies": list(policies),
