@@ -237,3 +237,19 @@ def test_redal_moves_sessions_off_a_server_only_when_its_throughput_stops_follow
         assert run(_heavy_sessions({"policy": "affinity"}, rate)).summary["tiers"]["app"]["dispatch"]["session_migrations"] == 0
     # Measured: 0.1% of requests at ρ ≈ 0.05 (3 of 3,124), 11% at ρ ≈ 0.75.
     assert share[0.1] < 0.005 and share[1.5] > 0.05
+
+
+def test_redal_n_takes_the_slope_against_requests_in_progress_and_moves_sessions_under_load():
+    """redal_n is ReDAL whose dispatchability slope is taken against the requests in
+    progress (crates/policy, ReDAL-N): the engine gets `test: in_progress` (redal keeps
+    `arrivals`), and on the heavy sessions it too moves few sessions idle, many loaded."""
+    redal_n = {"policy": "redal_n", "alpha": 0.5, "slice": 0.1, "think_time": 1.0, "interval": 1.0, "intervals": 3}
+    tests = {
+        p: tierlab.load_model(_heavy_sessions({**redal_n, "policy": p}, 0.1)).engine()["tiers"][0]["dispatch"]["policy"]["test"] for p in ("redal", "redal_n")
+    }
+    assert tests == {"redal": "arrivals", "redal_n": "in_progress"}
+    share = {
+        rate: (s := run(_heavy_sessions(redal_n, rate)).summary)["tiers"]["app"]["dispatch"]["session_migrations"] / s["requests"]["ok"] for rate in (0.1, 1.5)
+    }
+    # Measured: 0.06% of requests at ρ ≈ 0.05 (2 of 3,124), 11% at ρ ≈ 0.75.
+    assert share[0.1] < 0.005 and share[1.5] > 0.05

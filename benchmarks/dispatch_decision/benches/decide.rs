@@ -4,7 +4,7 @@
 //! reservations roll as they do in a run.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use policy::{Dispatch, Policy, RedalConfig, Request};
+use policy::{Dispatch, Policy, RedalConfig, Request, SlopeTest};
 use std::hint::black_box;
 
 const SERVERS: usize = 20;
@@ -19,6 +19,7 @@ fn policies() -> Vec<(&'static str, Policy)> {
         intervals: 5,
         interval: 1.0,
         wait: false,
+        test: SlopeTest::Arrivals,
     };
     vec![
         ("round_robin", Policy::RoundRobin { weights: vec![] }),
@@ -32,6 +33,13 @@ fn policies() -> Vec<(&'static str, Policy)> {
             "redal_w",
             Policy::Redal(RedalConfig {
                 wait: true,
+                ..redal
+            }),
+        ),
+        (
+            "redal_n",
+            Policy::Redal(RedalConfig {
+                test: SlopeTest::InProgress,
                 ..redal
             }),
         ),

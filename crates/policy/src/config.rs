@@ -144,6 +144,7 @@ mod tests {
             intervals: 3,
             interval: 1.0,
             wait: false,
+            test: Default::default(),
         });
         let cases = [
             (Policy::RoundRobin { weights: vec![] }, false, 0),

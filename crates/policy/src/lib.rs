@@ -14,7 +14,7 @@ mod simple;
 pub use config::Policy;
 pub use metrics::{Load, Metrics};
 pub use queue::WaitQueue;
-pub use redal::{sync_message_bytes, Redal, RedalConfig};
+pub use redal::{sync_message_bytes, Redal, RedalConfig, SlopeTest};
 pub use simple::{Affinity, AffinityCap, LeastActive, PowerOfTwo, Random, RoundRobin};
 
 /// What a dispatcher knows about the request it must place.

@@ -9,6 +9,14 @@
 //!   think time h ahead of every request and cancelled when the request comes early.
 //!
 //! ReDAL-W (`wait`) holds a request at the dispatcher while no server is dispatchable.
+//!
+//! ReDAL-N (`test: in_progress`, the model's `redal_n`) judges dispatchability on the
+//! x-axis of the paper's Fig. 4 instead: the load *in* the server. Per interval it
+//! measures the throughput X_i and the time-averaged requests in progress N_i, and a
+//! server is past its peak when the least-squares slope of X on N over the last m
+//! intervals is ≤ 0. With closed-loop sessions arrivals follow completions, so the
+//! paper's slope against arrivals stays positive even at saturation; against requests
+//! in progress it flattens there (Little's law: more in progress, no more served).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -33,7 +41,25 @@ pub struct RedalConfig {
     pub interval: f64,
     /// ReDAL-W: hold requests at the dispatcher while no server is dispatchable.
     pub wait: bool,
+    /// What the throughput slope is taken against (default: arrivals, as the paper).
+    #[serde(default)]
+    pub test: SlopeTest,
 }
+
+/// The dispatchability test's x-axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SlopeTest {
+    /// Per type, Σ Δthroughput / Δarrivals between intervals (§II-A).
+    #[default]
+    Arrivals,
+    /// Least-squares slope of throughput on the mean requests in progress (ReDAL-N).
+    InProgress,
+}
+
+/// ReDAL-N judges nothing while the window's mean requests in progress span less than
+/// this: a slope over an unchanged load is noise.
+pub const MIN_LOAD_SPREAD: f64 = 0.5;
 
 /// Reservations are kept per slice up to h/d slices ahead, each a vector over the
 /// servers: more slices than this is a typo, not a setting.
@@ -71,27 +97,45 @@ pub fn sync_message_bytes(servers: usize, think_time: f64, slice: f64) -> usize 
 struct Analyzer {
     interval: f64,
     m: usize,
+    test: SlopeTest,
     base: i64,
     /// [server][type] = (completions, arrivals) in the current interval.
     current: Vec<Vec<(i64, i64)>>,
     /// [server]: the last m−… completed intervals, oldest first.
     history: Vec<VecDeque<Vec<(i64, i64)>>>,
+    /// [server]: this dispatcher's requests in progress, since when, and their
+    /// integral over the current interval (ReDAL-N's load axis).
+    in_progress: Vec<(i64, f64, f64)>,
+    /// [server]: the mean requests in progress of each interval in `history`.
+    levels: Vec<VecDeque<f64>>,
     dispatchable: Vec<bool>,
 }
 
 impl Analyzer {
-    fn new(servers: usize, interval: f64, m: usize) -> Self {
+    fn new(servers: usize, interval: f64, m: usize, test: SlopeTest) -> Self {
         Analyzer {
             interval,
             m,
+            test,
             base: 0,
             current: vec![Vec::new(); servers],
             history: vec![VecDeque::new(); servers],
+            in_progress: vec![(0, 0.0, 0.0); servers],
+            levels: vec![VecDeque::new(); servers],
             dispatchable: vec![true; servers],
         }
     }
 
-    fn count(&mut self, k: usize, ty: usize, completion: bool) {
+    /// Requests in progress on k integrated up to `t` (within the current interval).
+    fn integrate(&mut self, k: usize, t: f64) {
+        let (n, since, area) = &mut self.in_progress[k];
+        *area += *n as f64 * (t - *since).max(0.0);
+        *since = t;
+    }
+
+    fn count(&mut self, k: usize, ty: usize, completion: bool, now: f64) {
+        self.integrate(k, now);
+        self.in_progress[k].0 += if completion { -1 } else { 1 };
         let row = &mut self.current[k];
         if row.len() <= ty {
             row.resize(ty + 1, (0, 0));
@@ -118,13 +162,25 @@ impl Analyzer {
                 } else {
                     vec![(0, 0); ntypes]
                 };
+                // The interval's mean in progress; later idle-of-events intervals
+                // hold the level that was left.
+                self.integrate(k, (self.base + 1 + i) as f64 * self.interval);
+                let level = std::mem::take(&mut self.in_progress[k].2) / self.interval;
                 let h = &mut self.history[k];
                 h.push_back(row);
+                let l = &mut self.levels[k];
+                l.push_back(level);
                 if h.len() > self.m {
                     h.pop_front();
+                    l.pop_front();
                 }
             }
-            self.dispatchable[k] = self.slope(k).is_none_or(|s| s > 0.0);
+            self.in_progress[k].1 = self.in_progress[k].1.max(idx as f64 * self.interval);
+            let slope = match self.test {
+                SlopeTest::Arrivals => self.slope(k),
+                SlopeTest::InProgress => self.slope_in_progress(k),
+            };
+            self.dispatchable[k] = slope.is_none_or(|s| s > 0.0);
         }
         self.base = idx;
     }
@@ -149,6 +205,30 @@ impl Analyzer {
             }
         }
         (terms > 0).then_some(s)
+    }
+
+    /// ReDAL-N: the least-squares slope of completions per interval on the mean
+    /// requests in progress, over the window; None while the load spans less than
+    /// MIN_LOAD_SPREAD or fewer than two intervals exist.
+    fn slope_in_progress(&self, k: usize) -> Option<f64> {
+        let (h, l) = (&self.history[k], &self.levels[k]);
+        if h.len() < 2 {
+            return None;
+        }
+        let x: Vec<f64> = h
+            .iter()
+            .map(|row| row.iter().map(|(c, _)| *c).sum::<i64>() as f64)
+            .collect();
+        let n = l.len() as f64;
+        let (mx, ml) = (x.iter().sum::<f64>() / n, l.iter().sum::<f64>() / n);
+        let lo = l.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if hi - lo < MIN_LOAD_SPREAD {
+            return None;
+        }
+        let cov: f64 = x.iter().zip(l).map(|(a, b)| (a - mx) * (b - ml)).sum();
+        let var: f64 = l.iter().map(|b| (b - ml).powi(2)).sum();
+        Some(cov / var)
     }
 }
 
@@ -191,7 +271,7 @@ impl Redal {
             others: Metrics::default(),
             reservations: HashMap::new(),
             pruned_at: 0,
-            analyzer: Analyzer::new(servers, cfg.interval, cfg.intervals),
+            analyzer: Analyzer::new(servers, cfg.interval, cfg.intervals, cfg.test),
             turn: 0,
         }
     }
@@ -313,14 +393,14 @@ impl Dispatch for Redal {
         }
         self.reserve(now, req.session, k);
         self.load.sent(k);
-        self.analyzer.count(k, req.ty, false);
+        self.analyzer.count(k, req.ty, false, now);
         Some(k)
     }
 
     fn done(&mut self, now: f64, server: usize, ty: usize) {
         self.advance(now);
         self.load.done(server);
-        self.analyzer.count(server, ty, true);
+        self.analyzer.count(server, ty, true, now);
     }
 
     fn metrics(&mut self, now: f64) -> Metrics {
@@ -362,6 +442,7 @@ mod tests {
             intervals: 3,
             interval: 1.0,
             wait: false,
+            test: SlopeTest::Arrivals,
         }
     }
 
@@ -580,6 +661,90 @@ mod tests {
         interval(&mut r, 1.0, 2, 1);
         r.metrics(2.0);
         assert_eq!(r.analyzer.slope(0), None);
+        assert!(r.analyzer.dispatchable[0]);
+    }
+
+    /// A closed loop past its peak: arrivals equal completions every interval (7, 6, 5)
+    /// while each request stays longer (0.1, 0.5, 0.98 s), so more are in progress
+    /// (0.7, 3, 4.9) and fewer served. Δthroughput/Δarrivals is +1 for each pair, so
+    /// the paper's test stays positive; ReDAL-N's slope on requests in progress is < 0.
+    #[test]
+    fn in_progress_test_flips_where_the_arrivals_test_does_not() {
+        let run = |test: SlopeTest| {
+            // One server: ReDAL (not -W) sends there even when it is not dispatchable.
+            let mut r = Redal::new(1, 0, RedalConfig { test, ..cfg() });
+            let mut session = 0;
+            for (t, (n, stay)) in [(7, 0.1), (6, 0.5), (5, 0.98)].into_iter().enumerate() {
+                let t = t as f64;
+                for _ in 0..n {
+                    session += 1;
+                    r.pick(t + 0.01, &req(session, Some(0), None));
+                }
+                for _ in 0..n {
+                    r.done(t + 0.01 + stay, 0, 0);
+                }
+            }
+            r.metrics(3.0);
+            r
+        };
+        let paper = run(SlopeTest::Arrivals);
+        assert_eq!(paper.analyzer.slope(0), Some(2.0));
+        assert!(paper.dispatchable(0));
+        let n = run(SlopeTest::InProgress);
+        assert!(n.analyzer.slope_in_progress(0).unwrap() < 0.0);
+        assert!(!n.analyzer.dispatchable[0]);
+        // Idle (nothing in progress), a server is dispatchable whatever its slope.
+        assert!(n.dispatchable(0));
+    }
+
+    /// Throughput following the load in progress: slope X/N = 2 per request held.
+    #[test]
+    fn in_progress_slope_is_the_least_squares_fit_of_throughput_on_mean_load() {
+        let mut r = Redal::new(
+            1,
+            0,
+            RedalConfig {
+                test: SlopeTest::InProgress,
+                ..cfg()
+            },
+        );
+        let mut s = 0;
+        for (t, held) in [1u64, 2, 3].into_iter().enumerate() {
+            // `held` requests in progress the whole second, 2·held completed at its end.
+            let t = t as f64;
+            for _ in 0..3 * held {
+                s += 1;
+                r.pick(t, &req(s, Some(0), None));
+            }
+            for _ in 0..2 * held {
+                r.done(t + 0.5, 0, 0);
+            }
+            for _ in 0..held {
+                r.done(t + 0.999_999, 0, 0);
+            }
+        }
+        r.metrics(3.0);
+        // Mean in progress per interval ≈ 3h·0.5 + h·0.5 = 2h; completions 3h: slope 1.5.
+        let slope = r.analyzer.slope_in_progress(0).unwrap();
+        assert!((slope - 1.5).abs() < 1e-3, "{slope}");
+        assert!(r.dispatchable(0));
+    }
+
+    #[test]
+    fn in_progress_test_judges_nothing_on_an_unchanged_load() {
+        let mut r = Redal::new(
+            1,
+            0,
+            RedalConfig {
+                test: SlopeTest::InProgress,
+                ..cfg()
+            },
+        );
+        for t in 0..3 {
+            interval(&mut r, t as f64, 2, 2);
+        }
+        r.metrics(3.0);
+        assert_eq!(r.analyzer.slope_in_progress(0), None);
         assert!(r.analyzer.dispatchable[0]);
     }
 

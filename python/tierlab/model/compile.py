@@ -208,8 +208,14 @@ def _dispatch(tname: str, t, bad: _Problems) -> dict:
         policy["weights"] = d.weights or []
     elif d.policy == "affinity_cap":
         policy["cap"] = d.cap
-    elif d.policy in ("redal", "redal_w"):
-        policy = {"policy": "redal", "wait": d.policy == "redal_w", **d.model_dump(include={"alpha", "slice", "think_time", "window", "intervals", "interval"})}
+    elif d.policy in ("redal", "redal_w", "redal_n"):
+        test = "in_progress" if d.policy == "redal_n" else "arrivals"
+        policy = {
+            "policy": "redal",
+            "wait": d.policy == "redal_w",
+            "test": test,
+            **d.model_dump(include={"alpha", "slice", "think_time", "window", "intervals", "interval"}),
+        }
     if d.topology == "hierarchical" and d.dispatchers > t.servers:
         bad.add(f"{path}.dispatchers", f"{d.dispatchers} dispatchers cannot each own a block of {t.servers} servers; use topology: shared or fewer dispatchers")
     queue = getattr(d, "queue", None) or WaitQueue()

@@ -158,9 +158,11 @@ class WaitQueue(Strict):
 class RedalDispatch(DispatchBase):
     """ReDAL (Dutta et al.): affinity while the affined server is dispatchable, else
     the least modified load m = l + α·e0 among dispatchable servers, else the least
-    loaded (redal) or wait at the dispatcher until one is dispatchable (redal_w)."""
+    loaded (redal) or wait at the dispatcher until one is dispatchable (redal_w).
+    redal_n is redal with the dispatchability slope taken against the requests in
+    progress instead of the arrivals (crates/policy/src/redal.rs, ReDAL-N)."""
 
-    policy: Literal["redal", "redal_w"]
+    policy: Literal["redal", "redal_w", "redal_n"]
     alpha: Annotated[Finite, Field(gt=0, le=1, description="expected-load factor α ∈ (0, 1]"), NUMBER] = 0.9
     slice: Annotated[PosSeconds, Field(description="time-slice length d, seconds")] = 1.0
     think_time: Annotated[PosSeconds, Field(description="think time h assumed until measured, seconds")] = 10.0
@@ -181,7 +183,7 @@ class RedalDispatch(DispatchBase):
 
 def _policy(v: Any) -> str:
     p = str(v.get("policy", "round_robin") if isinstance(v, dict) else getattr(v, "policy", None))
-    return {"redal_w": "redal", "affinity": "plain", "random": "plain", "least_active": "plain", "power_of_two": "plain"}.get(p, p)
+    return {"redal_w": "redal", "redal_n": "redal", "affinity": "plain", "random": "plain", "least_active": "plain", "power_of_two": "plain"}.get(p, p)
 
 
 Dispatch = Annotated[
@@ -192,7 +194,7 @@ Dispatch = Annotated[
     Discriminator(
         _policy,
         custom_error_type="policy",
-        custom_error_message="policy is one of: round_robin, affinity, random, least_active, power_of_two, affinity_cap, redal, redal_w",
+        custom_error_message="policy is one of: round_robin, affinity, random, least_active, power_of_two, affinity_cap, redal, redal_w, redal_n",
     ),
 ]
 
