@@ -49,7 +49,7 @@ from tierlab.analysis.profile import request_profile
 from tierlab.live import testbed
 from tierlab.live.cluster import free_port, up_cluster
 
-from claims import Criterion, Ledger, close
+from claims import Criterion, Ledger, within
 from provenance import output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -258,7 +258,7 @@ def main() -> None:
     result["ramp"]["flattened"] = flattened
     result["calibration"] = {"from": f"least_active, {int(ramp_frame.clients.iloc[0])} clients", "peak_per_server": peak, "demand_factor": round(factor, 3)}
     write_result(out, result, seeds)
-    _claims(runs, loads, policies, peak).write(out)
+    _claims(runs, loads, policies, peak, flattened, a.quick).write(out)
 
 
 def _side(runs: pd.DataFrame, side: str, clients: int, measure: str) -> dict:
@@ -297,22 +297,24 @@ def _result(runs, ramp_frame, saturation, loads, policies) -> dict:
     }
 
 
-def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float) -> Ledger:
+def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flattened: bool, quick: bool) -> Ledger:
     ledger = Ledger()
     sim_la = _side(runs, "simulated", loads[1], "throughput_per_server")["least_active"]
     ledger.input(
         f"The simulated cluster saturates where the live one does: least_active's throughput per server at {loads[1]} clients (simulated) against the live ramp's peak",
         peak,
         sim_la,
-        close(0.25),
+        Criterion("within ±25% of the live ramp's peak", lambda ours, peak: within(ours, peak, rel=0.25)),
         "the demands' common factor was fitted to this peak",
     )
     calibrated = "the model's per-type demands are calibrated from the live ramp's lowest load (least_active), not predicted"
     agree = Criterion(f"Kendall τ between the simulated and live orders of the policies ≥ {TAU}", lambda ours, paper: tau(paper, ours) >= TAU)
-    for n, where in zip(loads, ("below", "past")):
+    # A ramp that never flattened has not shown its last load to be saturation.
+    high = "past saturation" if flattened else "twice the ramp's last load; the ramp did not flatten, so not shown past saturation"
+    for n, where in zip(loads, ("below saturation", high)):
         for measure, what in (("throughput_per_server", "throughput per server"), ("art", "ART"), ("imbalance", "load imbalance")):
             ledger.check(
-                f"The simulated cluster orders the policies by {what} as the live one does, {n} clients ({where} saturation)",
+                f"The simulated cluster orders the policies by {what} as the live one does, {n} clients ({where})",
                 _side(runs, "simulated", n, measure),
                 _side(runs, "live", n, measure),
                 agree,
@@ -329,13 +331,15 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float) -> Ledg
             flips,
             Criterion("no flip at any load", lambda ours, paper: all(v == 0 for v in ours.values())),
             "live, few requests of a type per 1 s interval make Δthroughput/Δarrivals noisy: a pair of intervals with fewer arrivals and more completions gives a negative term",
-            assumes=f"sampled from the proxy's /metrics every {SAMPLE} s, the test is re-judged once per {REDAL['interval']:g} s interval",
+            assumes=f"sampled from the proxy's /metrics every {SAMPLE} s, the test is re-judged once per {REDAL['interval']:g} s interval; "
+            f"one {'5 s (--quick)' if quick else '20 s'} run per load, and a flip is a rare event: earlier quick runs of this study flipped "
+            "10 and 2 times at the light load (notes.md), so one run without a flip is weak evidence",
         )
     if "redal_n" in policies:
         d = live[live.policy == "redal_n"].set_index("clients")
         ledger.check(
             "ReDAL-N (slope against requests in progress) judges servers non-dispatchable past saturation, as the paper intends (§II-A, Fig. 4): "
-            "share of samples with a server non-dispatchable, below and past saturation",
+            f"share of samples with a server non-dispatchable, below saturation and at the high load ({high})",
             {"below": "less than past", "past": "above 0"},
             {"below": float(d.undispatchable_share[loads[0]]), "past": float(d.undispatchable_share[loads[1]])},
             Criterion("past > 0 and past > below", lambda ours, paper: ours["past"] > 0 and ours["past"] > ours["below"]),
