@@ -697,17 +697,18 @@ mod tests {
         assert!(n.dispatchable(0));
     }
 
+    fn one_server_in_progress() -> Redal {
+        let config = RedalConfig {
+            test: SlopeTest::InProgress,
+            ..cfg()
+        };
+        Redal::new(1, 0, config)
+    }
+
     /// Throughput following the load in progress: slope X/N = 2 per request held.
     #[test]
     fn in_progress_slope_is_the_least_squares_fit_of_throughput_on_mean_load() {
-        let mut r = Redal::new(
-            1,
-            0,
-            RedalConfig {
-                test: SlopeTest::InProgress,
-                ..cfg()
-            },
-        );
+        let mut r = one_server_in_progress();
         let mut s = 0;
         for (t, held) in [1u64, 2, 3].into_iter().enumerate() {
             // `held` requests in progress the whole second, 2·held completed at its end.
@@ -732,14 +733,7 @@ mod tests {
 
     #[test]
     fn in_progress_test_judges_nothing_on_an_unchanged_load() {
-        let mut r = Redal::new(
-            1,
-            0,
-            RedalConfig {
-                test: SlopeTest::InProgress,
-                ..cfg()
-            },
-        );
+        let mut r = one_server_in_progress();
         for t in 0..3 {
             interval(&mut r, t as f64, 2, 2);
         }
