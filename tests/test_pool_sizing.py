@@ -382,3 +382,78 @@ def test_cli_size_profile_optimize_validate(tmp_path):
     cli("size", "validate", path, "--config", f"{M},{N}", "--start", round(lam, 2), "--runs", "2", "--workers", "1", "--json", tmp_path / "v.json")
     measured = json.loads((tmp_path / "v.json").read_text())
     assert measured["result"][0]["lambda_max"] > 0 and len(measured["trials"]) >= 2
+
+
+def _connection_bound_model() -> dict:
+    """Sessions of one request holding one of N connections for 0.1 s (exponential):
+    N connections serve at most 10·N sessions/s; the CPU (5 ms) would allow 200."""
+    return {
+        "run": {"duration": 200, "warmup": 20, "records": False},
+        "tiers": {
+            "app": {
+                "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
+                "stations": {"cpu": {"kind": "cpu", "cores": 1}},
+            }
+        },
+        "requests": {
+            "job": {
+                "app": [
+                    {"acquire": "threads"},
+                    {"cpu": {"exponential": 0.005}},
+                    {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
+                    {"release": "threads"},
+                ]
+            }
+        },
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+    }
+
+
+def test_sizing_by_simulation_searches_down_from_the_cpu_bound():
+    """The twin route: every candidate's λ_max found from the model's CPU bound (200/s)
+    down, each below the connections' bound 10·N and above 3·N (there, with one
+    connection, a wait over the 1 s timeout has probability ρ·e^{-(μ-λ)} = 0.3·e^{-7},
+    one in 3,600 requests), and the optimum is the configuration with two connections."""
+    from tierlab.experiments.sizing import sizing_by_simulation
+
+    table, trials, best = sizing_by_simulation(_connection_bound_model(), [2, 4], [1, 2], step=0.5, runs=2, workers=1, progress=False)
+    assert trials["lambda"].max() >= 190  # the search started at the CPU bound
+    lam = table.set_index(["M", "N"])["lambda_max"]
+    assert table["bracketed"].all()
+    for (M, N), x in lam.items():
+        assert 3 * N <= x < 10 * N, (M, N, x)
+    assert best["N"] == 2 and best["lambda_max"] == lam.max()
+    assert best["M"] == table[table["lambda_max"] == lam.max()]["M"].min()  # among equals, fewer threads
+
+
+def test_best_sustainable_breaks_ties_toward_smaller_pools():
+    from tierlab.experiments.sizing import best_sustainable
+
+    table = pd.DataFrame({"M": [8, 4, 4, 2], "N": [4, 4, 2, 2], "lambda_max": [3.0, 3.0, 3.0, 2.5]})
+    assert best_sustainable(table)[["M", "N"]].tolist() == [4, 2]
+
+
+def test_cli_size_optimize_twin(tmp_path):
+    """`size optimize --method twin` on a model: its optimum and λ_max per configuration;
+    the paper's options are refused by name."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    path = tmp_path / "twin.yaml"
+    path.write_text(yaml.safe_dump(_connection_bound_model()))
+    base = [sys.executable, "-m", "tierlab.cli", "size", "optimize", str(path), "--method", "twin"]
+    p = subprocess.run(
+        [*base, "--threads", "2", "--connections", "1,2", "--start", "15", "--step", "0.5", "--runs", "2", "--workers", "1", "--rate", "40", "--json", "-"],
+        capture_output=True,
+        text=True,
+    )
+    assert p.returncode == 0, p.stderr
+    result = json.loads(p.stdout)
+    assert result["method"] == "twin" and (result["optimum"]["M"], result["optimum"]["N"]) == (2, 2)
+    assert {(c["M"], c["N"]) for c in result["configurations"]} == {(2, 1), (2, 2)}
+    assert result["servers"]["servers"] == -(-40 // result["optimum"]["lambda"])
+    bad = subprocess.run([*base, "--trace", str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--method paper" in bad.stderr

@@ -62,15 +62,43 @@ def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
 
 
 @size.command("optimize")
-@click.argument("profile_dir", type=click.Path(file_okay=False))
-@click.option("--trace", "trace_dir", type=click.Path(file_okay=False), help="Take the request mix V_i from this trace (default: the profiling mix).")
+@click.argument("source", type=click.Path(exists=True))
+@click.option(
+    "--method",
+    type=click.Choice(["paper", "twin"]),
+    default="paper",
+    show_default=True,
+    help="paper: interpolate the profile in SOURCE (a `size profile` folder); twin: simulate the model in SOURCE (a calibrated twin) at every --threads × --connections and measure each one's maximum sustainable throughput.",
+)
+@click.option("--trace", "trace_dir", type=click.Path(file_okay=False), help="paper: take the request mix V_i from this trace (default: the profiling mix).")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="A target session arrival rate: report the servers it needs.")
-@click.option("--max-threads", type=click.IntRange(min=1), help="Evaluate M up to this (default: the profiled range).")
-@click.option("--max-connections", type=click.IntRange(min=1), help="Evaluate N up to this.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write rates.csv, lambda_of_N.csv, result.json and a plot here.")
+@click.option("--max-threads", type=click.IntRange(min=1), help="paper: evaluate M up to this (default: the profiled range).")
+@click.option("--max-connections", type=click.IntRange(min=1), help="paper: evaluate N up to this.")
+@click.option("--threads", "M", default="5,10,15,20,30,50", show_default=True, help="twin: thread pool sizes M to try.")
+@click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="twin: connection pool sizes N (points with M ≥ N).")
+@click.option("--start", type=click.FloatRange(min=0, min_open=True), help="twin: first rate to try, sessions/s (default: the model's CPU bound).")
+@click.option("--step", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True, help="twin: rate grid, sessions/s.")
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True, help="twin: runs per rate; a rate passes if ≥ 60% serve every request.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Write the rates (CSV), result.json (and, paper, a plot) here.")
 @MACHINE_OUTPUT
-def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out) -> None:
-    """λ(M, N), λ(N) and the optimal (M, N) for a request mix (the CSV: λ(N))."""
+@SIMULATED
+def size_optimize(
+    source, method, trace_dir, rate, max_threads, max_connections, M, N, start, step, runs, out_dir, json_out, csv_out, workers, scheduler, duration, warmup
+) -> None:
+    """The optimal (M, N) and its maximum sustainable session throughput: by the paper's
+    method from a profile (λ(M, N), λ(N); the CSV: λ(N)), or by simulating a calibrated
+    twin under the sustainability rule (the CSV: λ_max per configuration)."""
+    if method == "twin":
+        if trace_dir or max_threads or max_connections:
+            raise InputError("--trace, --max-threads and --max-connections belong to --method paper; with --method twin give --threads and --connections")
+        _optimize_twin(
+            with_run_length(source, duration, warmup), M, N, start, step, runs, rate, out_dir, json_out, csv_out, workers=workers, scheduler=scheduler
+        )
+    else:
+        _optimize_paper(source, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out)
+
+
+def _optimize_paper(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out) -> None:
     from ..analysis.profile import request_profile
     from ..experiments.sizing import PoolSizing, ProfileGrid
     from ..report.plots import rates_plot
@@ -87,7 +115,7 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
     best = rates.best()
     by_n = rates.by_N()
     people = for_people(json_out, csv_out)
-    result = {"optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
+    result = {"method": "paper", "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
     if rate is not None:
         result["servers"] = {"rate": rate, "servers": rates.servers_for(rate)}
     if people:
@@ -96,17 +124,56 @@ def size_optimize(profile_dir, trace_dir, rate, max_threads, max_connections, ou
             f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ = [bold]{best['lambda']:.3f}[/] sessions/s "
             f"(mix distance {rates.distance:.3f})"
         )
-        if rate is not None:
-            out.print(f"{rate:g} sessions/s need [bold]{rates.servers_for(rate)}[/] servers")
+        _servers(rate, float(best["lambda"]))
     for_machines(json_out, csv_out, lambda: result, lambda: by_n)
     if out_dir:
-        folder = Path(out_dir)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = _folder(out_dir)
         rates.table.to_csv(folder / "rates.csv", index=False)
         by_n.to_csv(folder / "lambda_of_N.csv", index=False)
         rates_plot(rates, folder / "lambda.png")
         write_json(str(folder / "result.json"), result)
         err.print(f"written to [bold]{folder}[/]")
+
+
+def _optimize_twin(model, M, N, start, step, runs, rate, out_dir, json_out, csv_out, **where) -> None:
+    from ..experiments.sizing import servers_needed, sizing_by_simulation
+    from ..report.summary import frame_table
+
+    table, trials, best = sizing_by_simulation(model, ints(M), ints(N), start=start, step=step, runs=runs, **where)
+    lam = float(best["lambda_max"])
+    result = {
+        "method": "twin",
+        "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": lam},
+        "configurations": table.to_dict(orient="records"),
+    }
+    if rate is not None:
+        result["servers"] = {"rate": rate, "servers": servers_needed(rate, lam)}
+    for r in table[~table["bracketed"]].itertuples():
+        err.print(f"[yellow]warning:[/] the search of M={r.M}, N={r.N} ran out of rounds: λ_max is at least {r.lambda_max:g} sessions/s, not exactly that")
+    if for_people(json_out, csv_out):
+        out.print(frame_table("maximum sustainable session throughput, simulated", table))
+        out.print(f"optimum: M = [bold]{int(best['M'])}[/], N = [bold]{int(best['N'])}[/], λ_max = [bold]{lam:g}[/] sessions/s")
+        _servers(rate, lam)
+    for_machines(json_out, csv_out, lambda: result, lambda: table)
+    if out_dir:
+        folder = _folder(out_dir)
+        table.to_csv(folder / "capacities.csv", index=False)
+        trials.to_csv(folder / "trials.csv", index=False)
+        write_json(str(folder / "result.json"), result)
+        err.print(f"written to [bold]{folder}[/]")
+
+
+def _servers(rate: float | None, lam: float) -> None:
+    from ..experiments.sizing import servers_needed
+
+    if rate is not None:
+        out.print(f"{rate:g} sessions/s need [bold]{servers_needed(rate, lam)}[/] servers")
+
+
+def _folder(out_dir: str) -> Path:
+    folder = Path(out_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @size.command("validate")

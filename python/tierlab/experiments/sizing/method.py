@@ -23,7 +23,6 @@ evidence."""
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
@@ -33,6 +32,7 @@ from scipy.interpolate import CloughTocher2DInterpolator
 
 from ...errors import InputError
 from .profiling import ProfileGrid
+from .validation import servers_needed
 
 MIX_DISTANCE_LIMIT = 0.2
 
@@ -66,7 +66,7 @@ class Rates:
 
     def servers_for(self, session_rate: float) -> int:
         """Servers, each at the optimum, needed for a session arrival rate."""
-        return math.ceil(session_rate / self.best()["lambda"] - 1e-12)
+        return servers_needed(session_rate, float(self.best()["lambda"]))
 
 
 def _within_corners(f: CloughTocher2DInterpolator, M: np.ndarray, N: np.ndarray) -> np.ndarray:

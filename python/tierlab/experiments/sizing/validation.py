@@ -12,16 +12,25 @@ boundary beyond the last rate that passed) reports that rate, flagged not bracke
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
+from ...errors import InputError
 from ...model import load_model
 from ...model.pools import PoolSetting
 from ...run.sweep import Run, sweep
 from ...trace import Trace
 from .runlog import RATE, RunLog
+
+
+def servers_needed(session_rate: float, per_server: float) -> int:
+    """Servers, each sustaining `per_server` sessions/s, that a session arrival rate needs."""
+    if per_server <= 0:
+        raise InputError("no configuration sustains any load, so no number of servers serves the rate; try larger pools")
+    return math.ceil(session_rate / per_server - 1e-12)
 
 
 def all_served(trace: Trace) -> bool:
