@@ -24,7 +24,7 @@ DONE = "done:"  # a window's column of requests of a type that ended in it: done
 @dataclass
 class Measured:
     tier: str  # the pooled tier, named as in the model
-    db_tier: str | None  # the database's tier when it runs as a process of its own (monitored)
+    db_tier: str | None  # the next tier when the trace has it: live, a database in a process of its own (monitored); simulated, always
     requests: pd.DataFrame  # ok requests of the measured periods, all traces
     windows: pd.DataFrame  # per measured window: trace, t, length, concurrency, cpu (cores busy), done:<type>
     statements: pd.DataFrame | None  # pg_stat_statements, all traces summed
