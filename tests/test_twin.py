@@ -55,9 +55,9 @@ def test_the_twin_serves_what_the_live_system_served(live, tmp_path):
     assert (tmp_path / "twin.calibration.json").is_file()
 
 
-def test_a_simulated_trace_cannot_calibrate_a_twin(tmp_path):
-    folder = tierlab.simulate(live_model(**{"run.duration": 3, "run.warmup": 0.5})).write(tmp_path / "sim")
-    with pytest.raises(InputError, match="not a live trace"):
+def test_a_trace_without_records_cannot_calibrate_a_twin(tmp_path):
+    folder = tierlab.simulate(live_model(**{"run.duration": 3, "run.warmup": 0.5, "run.records": False})).write(tmp_path / "sim")
+    with pytest.raises(InputError, match="not a trace with per-request records.*run.records"):
         calibrate([folder], live_model())
 
 

@@ -198,6 +198,18 @@ fn to_python<'py>(
                     format!("{tier}.db_requests"),
                     cols.db_requests.into_pyarray(py),
                 )?;
+                rec.set_item(
+                    format!("{tier}.db_queries"),
+                    cols.db_queries.into_pyarray(py),
+                )?;
+                for (name, col) in [
+                    ("cpu_time", cols.cpu_time),
+                    ("pool_cpu_time", cols.pool_cpu_time),
+                    ("db_time", cols.db_time),
+                    ("db_cpu_time", cols.db_cpu_time),
+                ] {
+                    rec.set_item(format!("{tier}.{name}"), col.into_pyarray(py))?;
+                }
             }
             d.set_item("records", rec)?;
         }

@@ -509,6 +509,13 @@ impl Sim {
                 Instr::Cpu { station, demand } => {
                     let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand))
                         * self.sessions.weight(r.session);
+                    if self.tier_accs {
+                        let acc = &mut r.tiers[tier];
+                        acc.cpu_time += work;
+                        if f.opening != 0 && self.conn_mask[tier] & 1 << (f.opening - 1) != 0 {
+                            acc.pool_cpu_time += work;
+                        }
+                    }
                     if work > 0.0 {
                         let StationState::Cpu(ps) =
                             &mut self.servers[server].stations[station as usize]
@@ -542,6 +549,11 @@ impl Sim {
                     }
                 }
                 Instr::Call(t) => {
+                    if self.tier_accs && t as usize == tier + 1 {
+                        let acc = &mut r.tiers[tier];
+                        acc.db_queries += 1;
+                        acc.call_since = self.now;
+                    }
                     if !self.dispatch(slot, t as usize) {
                         return;
                     }
@@ -873,6 +885,11 @@ impl Sim {
         r.loops.truncate(f.loop_base as usize);
         if self.tier_accs {
             r.tiers[f.tier as usize].time += now - f.entered;
+            // A visit to the next tier returns to its caller: the call's wall time.
+            if let Some(caller) = r.frames.last().filter(|c| c.tier + 1 == f.tier) {
+                let acc = &mut r.tiers[caller.tier as usize];
+                acc.db_time += now - acc.call_since;
+            }
         }
         let sv = &mut self.servers[f.server as usize];
         sv.stats.leave(now, f.entered, self.obs.measuring);

@@ -80,6 +80,15 @@ pub(crate) struct TierAcc {
     pub(crate) time: f64,
     pub(crate) phases: [f64; 6],
     pub(crate) db_requests: u32,
+    /// Calls to the next tier (the database, as `twin calibrate` takes it): `db_queries`.
+    pub(crate) db_queries: u32,
+    /// CPU work drawn at the tier (seconds of one core at speed 1), and the part of it
+    /// that was a connection pool's `acquire_cpu`.
+    pub(crate) cpu_time: f64,
+    pub(crate) pool_cpu_time: f64,
+    /// Wall time inside calls to the next tier, and when the current one began.
+    pub(crate) db_time: f64,
+    pub(crate) call_since: f64,
 }
 
 pub(crate) struct Observer {
@@ -150,6 +159,13 @@ impl Observer {
                     c.push(v);
                 }
                 col.db_requests.push(acc.db_requests);
+                col.db_queries.push(acc.db_queries);
+                col.cpu_time.push(acc.cpu_time);
+                col.pool_cpu_time.push(acc.pool_cpu_time);
+                col.db_time.push(acc.db_time);
+                // A caller runs no CPU while its call is out: the simulator's database
+                // is never embedded in its caller's process.
+                col.db_cpu_time.push(0.0);
             }
         }
     }

@@ -165,6 +165,60 @@ fn a_record_holds_the_first_server_and_the_visits_per_tier() {
     }
 }
 
+/// The demand columns, as the live middleware means them: one client, so nothing
+/// waits. Per request the app runs 0.03 s of CPU, takes the connection twice (0.002 s
+/// of `acquire_cpu` each, none for the cached second Get), calls the db twice inside
+/// it (0.05 s of CPU and a 0.01 s delay each) and the web tier once (not the next tier
+/// after app: not the database). The app's cpu_time is 0.03 + 0.002 (the db's CPU is
+/// the db tier's: 0.1), pool_cpu_time 0.002, db_time 2 × 0.06, db_queries 2.
+#[test]
+fn a_record_holds_the_cpu_work_and_the_calls_to_the_next_tier() {
+    let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 2, "overhead": []}]);
+    let pools = json!([
+        kind_pool("threads", "threads", 4),
+        kind_pool("db", "connections", 2)
+    ]);
+    let on_cpu = |s: f64| json!({"op": "cpu", "station": 0, "demand": constant(s)});
+    let tiers = json!([
+        tier("web", 1, json!([]), json!([])),
+        tier("app", 1, pools, cpu.clone()),
+        tier("db", 1, json!([]), cpu),
+    ]);
+    let app = json!([
+        {"op": "acquire", "pool": 0}, on_cpu(0.03),
+        {"op": "get", "pool": 1, "cost": [on_cpu(0.002)]}, {"op": "call", "tier": 2},
+        {"op": "close", "pool": 1},
+        {"op": "get", "pool": 1, "cost": [on_cpu(0.002)]}, {"op": "call", "tier": 2},
+        {"op": "close", "pool": 1}, {"op": "drop", "pool": 1},
+        {"op": "call", "tier": 0}, {"op": "release", "pool": 0},
+    ]);
+    let web = json!([wait(0.001)]);
+    let db = json!([on_cpu(0.05), wait(0.01)]);
+    let mut m = open_model_of(1.0, tiers, json!([web, app, db]), 100.0);
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    m["workload"]["entry_tier"] = json!(1);
+    sessions_of(&mut m, 1e9, 0.5);
+    m["run"]["warmup"] = json!(10.0);
+    let r = run_recorded(&m).records.unwrap();
+    assert!(r.id.len() > 20);
+    let (web, app, db) = (&r.tiers[0], &r.tiers[1], &r.tiers[2]);
+    for i in 0..r.id.len() {
+        assert!(
+            (app.cpu_time[i] - 0.032).abs() < 1e-9,
+            "{}",
+            app.cpu_time[i]
+        );
+        assert!((app.pool_cpu_time[i] - 0.002).abs() < 1e-9);
+        assert!((app.db_time[i] - 0.12).abs() < 1e-9, "{}", app.db_time[i]);
+        assert_eq!((app.db_queries[i], app.db_cpu_time[i]), (2, 0.0));
+        assert!((db.cpu_time[i] - 0.1).abs() < 1e-9 && db.db_queries[i] == 0);
+        assert_eq!(
+            (web.visits[i], web.cpu_time[i], web.db_time[i]),
+            (1, 0.0, 0.0)
+        );
+    }
+}
+
 /// A transfer of 14 600 bytes (10 segments of the default 1460 bytes) at 1 MB/s with
 /// 0.01 s one-way delay and slow start from 2 segments: ⌈log₂(10/2 + 1)⌉ = 3 flights,
 /// 0.0146 + 0.01·(2·3 − 1).

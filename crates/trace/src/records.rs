@@ -37,6 +37,12 @@ pub struct TierColumns {
     pub time: Vec<f64>,
     pub phases: [Vec<f64>; 6],
     pub db_requests: Vec<u32>,
+    /// The demand columns, as the live middleware means them (docs/trace.md).
+    pub db_queries: Vec<u32>,
+    pub cpu_time: Vec<f64>,
+    pub pool_cpu_time: Vec<f64>,
+    pub db_time: Vec<f64>,
+    pub db_cpu_time: Vec<f64>,
 }
 
 #[derive(Default)]

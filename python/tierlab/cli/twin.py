@@ -29,7 +29,8 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, form) ->
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
     workload of MODEL. The classical estimates (service demand law, utilization
-    regression) are printed beside the direct ones."""
+    regression) are printed beside the direct ones. A simulated trace with per-request
+    records calibrates too: a check of the calibration on demands that are known."""
     from ..errors import InputError
     from ..experiments.twin import calibrate
     from ..model import load_model

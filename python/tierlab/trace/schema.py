@@ -17,10 +17,10 @@ SCHEMA_VERSION = 3
 # The per-tier phase columns `<tier>.<phase>` of requests.parquet, in schema order
 # (Totok & Karamcheti's w^THR, p, w^DB, q active and idle, and the rest).
 PHASES = ["wait_thread", "before_db", "wait_db", "with_db_active", "with_db_idle", "other"]
-# A tier's measured demands `<tier>.<demand>` (live: the middleware's; the simulator does
-# not write them): thread CPU time, the part of it in taking and giving back connections,
-# and wall and CPU time in database statements. With
-# `<tier>.db_queries` (statements run), they are the digital twin's inputs.
+# A tier's measured demands `<tier>.<demand>` (live: the middleware's, on the pooled tier;
+# simulated: every tier's): CPU time, the part of it in taking and giving back
+# connections, and wall and CPU time in database statements (simulated: calls to the next
+# tier). With `<tier>.db_queries` (statements run), they are the digital twin's inputs.
 DEMANDS = ["cpu_time", "pool_cpu_time", "db_time", "db_cpu_time"]
 STATUSES = ["ok", "rejected", "timeout", "error"]
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]

@@ -1,5 +1,6 @@
 """`tierlab twin calibrate`: a model of the live system, in the ordinary YAML format,
-from live traces and the model they were run from.
+from live traces and the model they were run from (or from a simulated trace with
+per-request records, whose demands are known: the calibration's own test).
 
 Per request type, from its served requests (docs/trace.md's demand columns):
 
@@ -14,7 +15,8 @@ Per request type, from its served requests (docs/trace.md's demand columns):
   garbage collector), per request, from the service demand law's residual;
 - database tier: per call, the statements' own work — SQLite's CPU (`db_cpu_time`),
   or PostgreSQL's execution time (`pg_stat_statements`: Σ time / Σ calls per statement,
-  times the request's statements);
+  times the request's statements), or, in a simulated trace, the database tier's own
+  `cpu_time` per request;
 - the app tier's CPU station: the process's effective cores, found from the monitor
   over the windows with two or more requests in service (where a process that could
   use a second core would show it): its ceiling, the 95th percentile of the process's
@@ -45,7 +47,7 @@ from ...model.pools import PoolSetting
 from ...trace import read_trace
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
-from .measured import Measured, measured
+from .measured import Measured, cpu_cores, measured
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit")  # pool fields a twin does not take from the model
@@ -105,7 +107,8 @@ def _records(df: pd.DataFrame) -> dict:
 def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal") -> Calibration:
     """The twin of the system the traces measured, run from `model`."""
     base = load_model(model)
-    m = measured([(str(t), read_trace(t)) for t in traces], list(base.spec.tiers))
+    cores_of = cpu_cores(base)
+    m = measured([(str(t), read_trace(t)) for t in traces], cores_of)
     setting = PoolSetting.find(base, m.tier)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
@@ -140,7 +143,7 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
     tiers[m.tier] = tier
     if m.db_tier:
-        db_cores = _cores_of(base, db)
+        db_cores = cores_of[db] or 1
         tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", "cores": db_cores}}}
         notes.append(f"{db}: {db_cores} core(s) as the model states; the statements' demands are measured, their contention is not (no overhead)")
     else:
@@ -190,18 +193,16 @@ def pool_cpu(m: Measured) -> float:
     return float(m.requests[f"{m.tier}.pool_cpu_time"].sum() / asked) if asked else 0.0
 
 
-def _cores_of(base: LoadedModel, tier: str) -> int:
-    cpus = [s for s in base.spec.tiers[tier].stations.values() if getattr(s, "kind", None) == "cpu"]
-    return int(getattr(cpus[0], "cores", 1)) if cpus else 1
-
-
 def _db_per_query(m: Measured, notes: list[str]) -> float | None:
     """Seconds a statement executes in a database process (pg_stat_statements); None
     for an embedded database (its CPU is in the handler's `db_cpu_time`)."""
     if m.db_tier is None:
         return None
     if m.statements is None or m.statements["calls"].sum() == 0:
-        notes.append("no statements.parquet: the database's time per statement is the client's (db_time − db_cpu_time), round trip and waits included")
+        if f"{m.db_tier}.cpu_time" in m.requests:
+            notes.append(f"{m.db_tier}: per call, the CPU the tier's own records give ({m.db_tier}.cpu_time per request / db_requests)")
+        else:
+            notes.append("no statements.parquet: the database's time per statement is the client's (db_time − db_cpu_time), round trip and waits included")
         return None
     st = m.statements
     per = float(st["total_time"].sum() / st["calls"].sum())
@@ -235,6 +236,8 @@ def _type(
             per_call = c("db_cpu_time") / accesses / speed
         elif per_query is not None:
             per_call = c("db_queries") * per_query / accesses
+        elif f"{db}.cpu_time" in r:  # the database tier's own record of the request (simulated)
+            per_call = r[f"{db}.cpu_time"].to_numpy(dtype=float) / accesses
         else:
             per_call = np.clip(c("db_time") - c("db_cpu_time"), 0, None) / accesses
         db_dist = fitted(per_call, form)

@@ -1,6 +1,10 @@
-"""What a live trace measured that a twin needs: the served requests with their demand
+"""What a trace measured that a twin needs: the served requests with their demand
 columns, the server's process CPU per window, and the database's own statement times —
-pooled over one or more traces, each checked to be a live run of the model's tiers."""
+pooled over one or more traces, each checked to be a run of the model's tiers with
+per-request records. A live trace's process CPU is the resource monitor's
+(`cpu_user` + `cpu_system`); a simulated one's is its tier's CPU station
+(`utilization` × the model's cores): the simulator has no process and no user/system
+split, so it does not write the monitor's series under their names."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
+from ...model import LoadedModel
 from ...trace import Trace
 from ...trace.schema import DEMANDS
 
@@ -19,7 +24,7 @@ DONE = "done:"  # a window's column of requests of a type that ended in it: done
 @dataclass
 class Measured:
     tier: str  # the pooled tier, named as in the model
-    db_tier: str | None  # the database's tier when it runs as a process of its own (monitored)
+    db_tier: str | None  # the next tier when the trace has it: live, a database in a process of its own (monitored); simulated, always
     requests: pd.DataFrame  # ok requests of the measured periods, all traces
     windows: pd.DataFrame  # per measured window: trace, t, length, concurrency, cpu (cores busy), done:<type>
     statements: pd.DataFrame | None  # pg_stat_statements, all traces summed
@@ -27,11 +32,17 @@ class Measured:
     measured_seconds: float
 
 
-def measured(traces: list[tuple[str, Trace]], model_tiers: list[str]) -> Measured:
-    """The traces' measurements; an InputError names a trace that cannot calibrate a
-    twin (no per-request records, no demand columns, a tier the model lacks)."""
+def cpu_cores(model: LoadedModel) -> dict[str, int | None]:
+    """Each of the model's tiers and its CPU station's cores (None: no CPU station)."""
+    return {t: next((int(s.cores) for s in spec.stations.values() if s.kind == "cpu"), None) for t, spec in model.spec.tiers.items()}
+
+
+def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]) -> Measured:
+    """The traces' measurements; `model_tiers` as `cpu_cores` gives them. An InputError
+    names a trace that cannot calibrate a twin (no per-request records, no demand
+    columns, a tier the model lacks)."""
     if not traces:
-        raise InputError("give at least one live trace folder to calibrate from")
+        raise InputError("give at least one trace folder to calibrate from")
     tier, db_tier, pools = None, None, {}
     requests, windows, statements, seconds = [], [], [], 0.0
     for k, (name, trace) in enumerate(traces):
@@ -47,7 +58,7 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: list[str]) -> Measure
         ok = r[(r.status == "ok") & (r[f"{t}.visits"] > 0)].copy()
         ok["trace"] = k
         requests.append(ok)
-        windows.append(_windows(trace, t, d, k))
+        windows.append(_windows(trace, t, d, k, model_tiers))
         if trace.statements is not None:
             statements.append(trace.statements)
         seconds += s["measured_seconds"]
@@ -59,39 +70,54 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: list[str]) -> Measure
     return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds)
 
 
-def _tiers(name: str, trace: Trace, model_tiers: list[str]) -> tuple[str, str | None]:
-    """The trace's pooled tier (the middleware's) and its monitored database tier."""
+def _tiers(name: str, trace: Trace, model_tiers: dict[str, int | None]) -> tuple[str, str | None]:
+    """The trace's pooled tier (the middleware's; simulated: the first with pools) and
+    its database tier: the next one in the model's order, when the trace has it (live:
+    a database in a process of its own, monitored; simulated: every tier)."""
     s = trace.summary
-    if s["source"] != "live" or trace.requests is None:
-        raise InputError(f"{name} is not a live trace with per-request records (source {s['source']!r}); record one with `tierlab live run MODEL --out DIR`")
-    pooled = [t for t, v in s["tiers"].items() if v["servers"] and v["servers"][0]["pools"]]
+    if s["source"] not in ("live", "simulation") or trace.requests is None:
+        raise InputError(
+            f"{name} is not a trace with per-request records (source {s['source']!r}); record one with `tierlab live run MODEL --out DIR`, "
+            "or simulate with records on (`run.records: true`)"
+        )
+    order = sorted(s["tiers"], key=lambda t: s["tiers"][t]["position"])
+    pooled = [t for t in order if s["tiers"][t]["servers"] and s["tiers"][t]["servers"][0]["pools"]]
     if not pooled:
         raise InputError(f"{name}: no tier with pools in summary.tiers; the server's side of the run is missing ({s['missing'] or 'no reason given'})")
     tier = pooled[0]
     lacking = [c for c in (f"{tier}.{d}" for d in [*DEMANDS, "db_queries"]) if c not in trace.requests.columns]
     if lacking:
-        raise InputError(f"{name}: requests.parquet lacks {', '.join(lacking)}; record the trace again with this version's middleware")
+        again = "record the trace again with this version's middleware" if s["source"] == "live" else "simulate it again with this version"
+        raise InputError(f"{name}: requests.parquet lacks {', '.join(lacking)}; {again}")
     unknown = [t for t in s["tiers"] if t not in model_tiers]
     if unknown:
         raise InputError(
             f"{name} names tier(s) {', '.join(unknown)} that the model lacks (its tiers: {', '.join(model_tiers)}); give the model the trace was run from"
         )
-    db = next((t for t in s["tiers"] if t != tier), None)
-    return tier, db
+    after = [t for t in order if s["tiers"][t]["position"] == s["tiers"][tier]["position"] + 1]
+    return tier, (after[0] if after else None)
 
 
-def _windows(trace: Trace, tier: str, db_tier: str | None, k: int) -> pd.DataFrame:
+def _windows(trace: Trace, tier: str, db_tier: str | None, k: int, cores: dict[str, int | None]) -> pd.DataFrame:
     """Per measured window: the server's concurrency, each process's CPU (cores busy)
     and the ok requests of each type that ended in it."""
     s, w = trace.summary, trace.summary["window"]
 
-    def series(t: str, metric: str) -> pd.Series:
-        f = trace.series(t, metric)
+    def series(t: str, metric: str, resource: str = "") -> pd.Series:
+        f = trace.series(t, metric, resource)
         return f[0] if 0 in f.columns else pd.Series(dtype=float)
 
-    out = pd.DataFrame({"concurrency": series(tier, "concurrency"), "cpu": series(tier, "cpu_user") + series(tier, "cpu_system")})
+    def cpu(t: str) -> pd.Series:
+        if s["source"] == "live":
+            return series(t, "cpu_user") + series(t, "cpu_system")
+        n = cores.get(t)
+        if n is None:
+            raise InputError(f"tier {t!r} of the model has no CPU station: a simulated trace's process CPU is its tier's `cpu` station; give the tier one")
+        return series(t, "utilization", "cpu") * n
+
+    out = pd.DataFrame({"concurrency": series(tier, "concurrency"), "cpu": cpu(tier)})
     if db_tier is not None:
-        out["db_cpu"] = series(db_tier, "cpu_user") + series(db_tier, "cpu_system")
+        out["db_cpu"] = cpu(db_tier)
     out = out[(out.index >= s["warmup"] - 1e-9) & (out.index < trace.end - 1e-9)]
     r = trace.requests
     assert r is not None

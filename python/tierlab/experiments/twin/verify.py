@@ -22,7 +22,7 @@ from ...run import simulate
 from ...trace import Trace
 from ...trace.schema import figures
 from .calibrate import effective_cores
-from .measured import measured
+from .measured import cpu_cores, measured
 
 PERCENTILES = ("mean", "p50", "p90", "p99")
 SIMULATED_LENGTH = 3  # the twin runs this many times the live run's length: its noise stays below the live run's
@@ -59,7 +59,7 @@ def verify(
         live = runner(model)
         run = model.spec.run
         predicted = simulate(model, duration=run.duration * SIMULATED_LENGTH, warmup=run.warmup)
-        row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, list(model.spec.tiers))}
+        row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, cpu_cores(model))}
         for name, (seen, twin_value) in _figures(live, predicted, setting, twin_cores).items():
             row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
         rows.append(row)
@@ -74,7 +74,7 @@ def mix_label(mix: dict[str, float]) -> str:
     return ",".join(f"{k}={v:g}" for k, v in mix.items()) or "model"
 
 
-def live_speed(trace: Trace, tiers: list[str]) -> float:
+def live_speed(trace: Trace, tiers: dict[str, int | None]) -> float:
     """The share of its cores the live process got in this step (as `calibrate` measures
     it; NaN if the step never had two requests in service): where it differs from the
     calibrated speed, the machine, not the twin, changed."""

@@ -1,0 +1,125 @@
+"""Calibration recovers known demands (issue 16): a model whose demands are known is
+simulated with per-request records, the twin is calibrated from that trace, and its
+figures must match the model's within a few standard errors of the sample; simulated,
+the twin serves what the original served. The app's CPU station has one core (a
+Python server's interpreter lock: 8 threads, one core's work) or two, and the
+calibration must find which from the data."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+import tierlab
+from tierlab.errors import InputError
+from tierlab.experiments.twin import calibrate
+
+CV = 0.5  # every known demand is lognormal with sd = CV × mean
+ACQUIRE = 0.0002  # the connection pool's acquire_cpu (exponential: sd = mean)
+THREADS = 8
+# Per type: the app's CPU per request, the calls to the database, the db's CPU per call.
+KNOWN = {"browse": {"app": 0.004, "calls": 3, "db": 0.0005}, "buy": {"app": 0.002, "calls": 1, "db": 0.001}}
+Z = 4.0  # standard errors of slack: a correct calibration fails about once in 16 000 checks
+
+
+def lognormal(mean: float) -> dict:
+    return {"lognormal": {"mean": mean, "sd": CV * mean}}
+
+
+def known_model(cores: int) -> tierlab.LoadedModel:
+    """Two types, 30 closed clients with no think time: the app's CPU saturated."""
+    requests = {}
+    for name, k in KNOWN.items():
+        access = {"use": {"pool": "db", "steps": [{"call": "db"}]}}
+        app = [{"acquire": "threads"}, {"cpu": lognormal(k["app"])}, {"loop": {"count": k["calls"], "steps": [access]}}, {"release": "threads"}]
+        requests[name] = {"app": app, "db": [{"cpu": lognormal(k["db"])}]}
+    half = {t: 0.5 for t in KNOWN}
+    return tierlab.load_model(
+        {
+            "name": "known",
+            "run": {"duration": 60, "warmup": 5, "seed": 3, "records": True},
+            "tiers": {
+                "app": {
+                    "pools": {
+                        "threads": {"kind": "threads", "size": THREADS},
+                        "db": {"kind": "connections", "size": 4, "acquire_cpu": {"exponential": ACQUIRE}},
+                    },
+                    "stations": {"cpu": {"kind": "cpu", "cores": cores}},
+                },
+                "db": {"stations": {"cpu": {"kind": "cpu", "cores": 2}}},
+            },
+            "requests": requests,
+            "workload": {"population": {"clients": 30}, "think": 0.0, "chain": {"matrix": {t: half for t in KNOWN}, "start": "browse"}},
+        }
+    )
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one-core", "two-core"])
+def known(request, tmp_path_factory):
+    """(cores, the model, its simulated trace, the calibration from it)."""
+    model = known_model(request.param)
+    trace = tierlab.simulate(model)
+    folder = trace.write(tmp_path_factory.mktemp("known") / "trace")
+    return request.param, model, trace, calibrate([folder], model)
+
+
+def test_calibration_recovers_the_known_demands(known):
+    """Per type, the app's CPU per request (the samples' mean, and the mean of the
+    lognormal the twin runs), the calls to the database, and the database's CPU per call
+    (the twin's distribution's mean) within Z standard errors of the known values; the
+    pool's acquire_cpu likewise. n is the type's served requests: the standard error of
+    a mean of n lognormals is CV × mean / √n (per call, of n × calls of them)."""
+    _, _, _, cal = known
+    d = cal.demands
+    for name, k in KNOWN.items():
+        n = d.loc[name, "requests"]
+        assert n > 3000
+        app_se = CV * k["app"] / math.sqrt(n)
+        assert d.loc[name, "app_cpu"] == pytest.approx(k["app"], abs=Z * app_se)
+        assert d.loc[name, "app_first"] == pytest.approx(k["app"], abs=Z * app_se)
+        assert d.loc[name, "db_requests"] == k["calls"] and d.loc[name, "db_queries"] == k["calls"]
+        db_se = CV * k["db"] / math.sqrt(n * k["calls"])
+        assert d.loc[name, "db_per_call"] == pytest.approx(k["db"], abs=Z * db_se)
+        assert d.loc[name, "db_cpu_time"] == 0  # the database is a tier of its own
+    acquisitions = sum(d.loc[t, "requests"] * k["calls"] for t, k in KNOWN.items())
+    acquire = cal.model["tiers"]["app"]["pools"]["db"]["acquire_cpu"]["exponential"]
+    assert acquire == pytest.approx(ACQUIRE, abs=Z * ACQUIRE / math.sqrt(acquisitions))
+    # Every CPU-second of the station is some request's: nothing outside the handlers
+    # beyond the window edges' requests in flight (well under 1% of a request's CPU).
+    assert abs(cal.law["outside_handlers"]) < 0.01 * cal.law["direct"]
+
+
+def test_the_effective_cores_are_found_from_the_data(known):
+    """8 threads on a one-core station (the interpreter-lock server) use one core at most:
+    the calibration finds 1; on a two-core station, 2. The station is busy whenever two
+    or more requests are in service, so the speed the process got is its full speed."""
+    cores, _, _, cal = known
+    assert cal.cores["cores"] == cores
+    assert cal.cores["ceiling"] == pytest.approx(cores, abs=0.05)
+    assert cal.cores["speed"] > 0.98
+    assert cal.model["tiers"]["app"]["stations"]["cpu"]["cores"] == cores
+
+
+def test_the_twin_serves_what_the_original_served(known, tmp_path):
+    """The loop closes: the twin, simulated at the original's load with another seed,
+    serves the original's throughput and mean response time within 1% (measured: within
+    0.1%). The app's CPU is the bottleneck, so the throughput is its cores over the mean
+    CPU per request, which the calibration knows to about 0.5%."""
+    _, _, original, cal = known
+    twin = tierlab.load_model(cal.write(tmp_path / "twin.yaml")).with_run(seed=8, records=False)
+    simulated = tierlab.simulate(twin).summary
+    assert simulated["throughput"] == pytest.approx(original.summary["throughput"], rel=0.01)
+    assert simulated["response_time"]["mean"] == pytest.approx(original.summary["response_time"]["mean"], rel=0.01)
+
+
+def test_a_trace_without_the_demand_columns_is_refused(known, tmp_path):
+    """A trace written before the simulator recorded demands: the error names the
+    missing columns and the fix."""
+    _, model, trace, _ = known
+    assert trace.requests is not None
+    old = copy.copy(trace)
+    old.requests = trace.requests.drop(columns=["app.cpu_time", "app.db_time"])
+    with pytest.raises(InputError, match=r"lacks app\.cpu_time, app\.db_time; simulate it again"):
+        calibrate([old.write(tmp_path / "old")], model)
