@@ -209,7 +209,8 @@ def profile_grid(
                 latest.setdefault((pt, round_), {})[run.seed] = value
                 if len(latest[(pt, round_)]) < len(seeds):
                     continue
-                found[pt], offered[pt] = [latest.pop((pt, round_))[s] for s in seeds], rate[pt]
+                by_seed = latest.pop((pt, round_))
+                found[pt], offered[pt] = [by_seed[s] for s in seeds], rate[pt]
                 checkpoint()
                 if round_ < max_rounds and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected:
                     rate[pt] *= 1 + overload
