@@ -137,9 +137,9 @@ def profile_grid(
     give it for a live system, whose demands the model's tiers need not describe.
     `runner`: execute the runs elsewhere than the simulator (see `sweep`).
     `out_dir`: the profile is written there as points are measured (every
-    CHECKPOINT_EVERY seconds at most, and after each round; `profile.json` says
+    CHECKPOINT_EVERY seconds at most; `profile.json` says
     `"complete": false` until the last). `log`: one line per run as it ends
-    (`RunLog`), in place of the progress bars."""
+    (`RunLog`), in place of the progress bar."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     bound = bound or loaded.session_rate_bound()
