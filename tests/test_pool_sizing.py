@@ -219,6 +219,23 @@ def test_size_profile_writes_the_same_profile_with_workers_and_on_dask(tmp_path)
     assert "profile.json" in files["one"]
 
 
+def test_a_pipelined_profile_is_the_one_of_one_worker():
+    """Each point's next run goes out as soon as its own runs are back (issue 19), so
+    with two workers the points' rounds interleave and finish in another order; the
+    profile is still the one-worker profile, value for value. Here the points with one
+    connection reject enough at once and those with two need further rounds."""
+    model = tierlab.load_model(_one_pool_model(1.0)).with_changes({"run.duration": 300, "run.warmup": 50, "run.records": True})
+    how = {"seeds": (1, 2), "overload": 0.05, "min_rejected": 0.08, "max_rounds": 3, "bound": 20.0, "progress": False}
+    lines: list[str] = []
+    one = profile_grid(model, (1, 2, 4, 8), (1, 2), workers=1, log=lines.append, **how)
+    two = profile_grid(model, (1, 2, 4, 8), (1, 2), workers=2, **how)
+    rounds = [int(x.split(":")[0].removeprefix("profiling round ")) for x in lines if x.startswith("profiling round")]
+    assert rounds.count(1) == 14 and 0 < rounds.count(2) < 14  # chains of different lengths
+    pd.testing.assert_frame_equal(one.points, two.points, check_exact=True)
+    pd.testing.assert_frame_equal(one.runs, two.runs, check_exact=True)
+    assert (one.L, one.share.to_dict()) == (two.L, two.share.to_dict())
+
+
 def _throughput(trace) -> float:
     return trace.summary["throughput"]
 

@@ -37,11 +37,13 @@ class LineProgress:
     def advance(self, task: TaskID, advance: float = 1.0) -> None:
         self.update(task, completed=self.tasks[task]["completed"] + advance)
 
-    def update(self, task: TaskID, completed: float | None = None, description: str | None = None, **fields: Any) -> None:
+    def update(self, task: TaskID, completed: float | None = None, description: str | None = None, total: float | None = None, **fields: Any) -> None:
         t = self.tasks[task]
         t["fields"].update(fields)
         if description is not None:
             t["description"] = description
+        if total is not None:
+            t["total"] = total
         if completed is None:
             return
         t["completed"] = completed

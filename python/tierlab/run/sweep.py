@@ -8,13 +8,16 @@ and depend only on (model, changes, seed): the same on any executor."""
 
 from __future__ import annotations
 
+import heapq
 import multiprocessing
 import os
+import queue
 import signal
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -60,94 +63,244 @@ def sweep(
     another in this process (there is one system to measure).
 
     `on_result(i, value)` is called as each run's result comes in (in the order the
-    runs finish), e.g. to report it or write it at once."""
+    runs finish), e.g. to report it or write it at once. Runs that depend on earlier
+    results: `Sweep`."""
     loaded = load_model(model)
     for i, run in enumerate(runs):  # fail here, with the run named, not in a worker
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ModelWarning)
-                loaded.with_changes({**run.changes, "run.seed": run.seed}).engine()
-        except ModelError as e:
-            raise ModelError([(f"run {i} ({_label(run)}): {path}", msg) for path, msg in e.problems], e.source) from None
-    tasks = [(loaded, run, measure) for run in runs]
-    results: list[Any] = [None] * len(tasks)
-    with show_progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=Console(stderr=True),
-        disable=progress is None,
-    ) as bar:
-        task = bar.add_task(progress or "", total=len(tasks))
-
-        def done(i: int, value: Any) -> None:
+        _check(loaded, run, i)
+    results: list[Any] = [None] * len(runs)
+    with Sweep(loaded, workers=max(1, min(workers or os.cpu_count() or 1, len(runs))), scheduler=scheduler, progress=progress, runner=runner) as s:
+        for i, run in enumerate(runs):
+            s.submit(i, run, measure, check=False)
+        for i, value in s.results():
             results[i] = value
-            bar.advance(task)
             if on_result is not None:
                 on_result(i, value)
-
-        if runner is not None:
-            if scheduler is not None:
-                raise InputError("runs on a live system go one at a time from here; drop the Dask scheduler")
-            for i, t in enumerate(tasks):
-                done(i, _execute(t, runner))
-        elif scheduler is not None:
-            _on_dask(scheduler, tasks, done)
-        elif (workers or os.cpu_count() or 1) == 1 or len(tasks) == 1:
-            for i, t in enumerate(tasks):
-                done(i, _execute(t))
-        else:
-            _on_processes(workers or os.cpu_count() or 1, tasks, done)
     return results
+
+
+class Sweep:
+    """A sweep whose runs are submitted as earlier results call for them, e.g. a search
+    that picks each point's next rate from its last run. A run goes out as soon as it is
+    submitted and a worker is free: no barrier between rounds, where one slow run of a
+    round would idle the other workers. Executors as in `sweep`.
+
+        with Sweep(model, workers=2) as s:
+            s.submit("a", Run({...}, 1), measure)
+            for key, value in s.results():  # as runs finish; submit more meanwhile
+                ...
+
+    Of the runs waiting for a worker, the highest `priority` goes first (then the
+    earliest submitted): a run that others wait for, or a chain's next step, ahead of
+    new work, so chains do not all end at once with one worker busy. Only one run per
+    worker (and one spare) is handed to the executor at a time, so those choices stay
+    with the parent."""
+
+    def __init__(
+        self,
+        model: str | LoadedModel,
+        *,
+        workers: int | None = None,
+        scheduler: str | None = None,
+        progress: str | None = "sweep",
+        runner: Callable[[LoadedModel], Trace] | None = None,
+    ):
+        self.model = load_model(model)
+        if runner is not None and scheduler is not None:
+            raise InputError("runs on a live system go one at a time from here; drop the Dask scheduler")
+        workers = workers or os.cpu_count() or 1
+        self._executor: _Executor
+        if runner is not None or (scheduler is None and workers == 1):
+            self._executor = _InProcess(self.model, runner or simulate)
+        elif scheduler is not None:
+            self._executor = _OnDask(scheduler, self.model)
+        else:
+            self._executor = _OnProcesses(workers, self.model)
+        self._waiting: list[tuple[int, int, Run, Callable]] = []  # a heap: (-priority, ticket, ...)
+        self._keys: dict[int, Any] = {}  # of the runs not yet back, by ticket
+        self._submitted = 0  # the next ticket
+        self._running = 0
+        self._bar = show_progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=progress is None,
+        )
+        self._task = self._bar.add_task(progress or "", total=0)
+
+    def __enter__(self) -> Sweep:
+        self._bar.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self._executor.close(failed=exc[0] is not None)
+        finally:
+            self._bar.__exit__(None, None, None)
+
+    def submit(self, key: Any, run: Run, measure: Callable[[Trace], Any], *, priority: int = 0, check: bool = True) -> None:
+        """Queue `run`; `results` yields `(key, measure(trace))` once it ran. `measure`
+        must be a module-level function. `check`: check the run here, before it is
+        queued, as `sweep` checks all its runs before the first goes out; without, a
+        bad run fails when a worker reaches it (a run submitted as the next step of a
+        chain goes out at once: checking it would only add to the parent's work)."""
+        ticket = self._submitted
+        if check:
+            _check(self.model, run, ticket)
+        heapq.heappush(self._waiting, (-priority, ticket, run, measure))
+        self._keys[ticket] = key
+        self._submitted += 1
+        self._bar.update(self._task, total=self._submitted)
+        self._hand_over()
+
+    def results(self) -> Iterator[tuple[Any, Any]]:
+        """(key, value) of each run as it finishes, until every submitted run (those
+        submitted while iterating too) is back."""
+        while self._running:
+            ticket, value = self._executor.next()
+            self._running -= 1
+            self._bar.advance(self._task)
+            self._hand_over()  # before the caller's work on this result
+            yield self._keys.pop(ticket), value
+
+    def _hand_over(self) -> None:
+        while self._waiting and self._running < self._executor.slots:
+            _, ticket, run, measure = heapq.heappop(self._waiting)
+            self._executor.start(ticket, run, measure)
+            self._running += 1
+
+
+def _check(loaded: LoadedModel, run: Run, ticket: int) -> None:
+    with _naming(run, ticket), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)
+        loaded.with_changes({**run.changes, "run.seed": run.seed}).engine()
+
+
+@contextmanager
+def _naming(run: Run, ticket: int) -> Iterator[None]:
+    """A model error in here names the run (`ticket`: its place in the sweep)."""
+    try:
+        yield
+    except ModelError as e:
+        raise ModelError([(f"run {ticket} ({_label(run)}): {path}", msg) for path, msg in e.problems], e.source) from None
 
 
 def _label(run: Run) -> str:
     return ", ".join(f"{k}={v}" for k, v in {**run.changes, "seed": run.seed}.items())
 
 
-def _execute(task: tuple, runner: Callable[[LoadedModel], Trace] = simulate) -> Any:
-    loaded, run, measure = task
-    with warnings.catch_warnings():
+def _execute(loaded: LoadedModel, ticket: int, run: Run, measure: Callable[[Trace], Any], runner: Callable[[LoadedModel], Trace] = simulate) -> Any:
+    with _naming(run, ticket), warnings.catch_warnings():
         # Sweeps overload systems on purpose (profiling, capacity searches).
         warnings.simplefilter("ignore", ModelWarning)
         trace = runner(loaded.with_changes({**run.changes, "run.seed": run.seed}))
     return measure(trace)
 
 
-def _indexed(item: tuple) -> tuple[int, Any]:
-    i, task = item
-    return i, _execute(task)
+class _Executor(Protocol):
+    slots: int  # runs handed over at a time
+
+    def start(self, ticket: int, run: Run, measure: Callable) -> None: ...
+
+    def next(self) -> tuple[int, Any]:
+        """The ticket and value of the next run to finish."""
+        ...
+
+    def close(self, failed: bool) -> None: ...
 
 
-def _quiet_worker() -> None:
+class _InProcess:
+    """Runs one at a time in this process, when `next` asks."""
+
+    slots = 1
+
+    def __init__(self, loaded: LoadedModel, runner: Callable[[LoadedModel], Trace]):
+        self.loaded, self.runner = loaded, runner
+        self.started: tuple[int, Run, Callable] | None = None
+
+    def start(self, ticket: int, run: Run, measure: Callable) -> None:
+        self.started = (ticket, run, measure)
+
+    def next(self) -> tuple[int, Any]:
+        assert self.started is not None
+        (ticket, run, measure), self.started = self.started, None
+        return ticket, _execute(self.loaded, ticket, run, measure, self.runner)
+
+    def close(self, failed: bool) -> None:
+        pass
+
+
+_worker_model: LoadedModel | None = None  # a worker process's copy, inherited at fork
+
+
+def _start_worker(loaded: LoadedModel) -> None:
+    global _worker_model
+    _worker_model = loaded
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
 
 
-def _on_processes(workers: int, tasks: list, done: Callable) -> None:
-    pool = multiprocessing.get_context("fork").Pool(min(workers, len(tasks)), initializer=_quiet_worker)
-    try:
-        for i, value in pool.imap_unordered(_indexed, list(enumerate(tasks))):
-            done(i, value)
-        pool.close()
-    except BaseException:
-        pool.terminate()
-        raise
-    finally:
-        pool.join()
+def _in_worker(ticket: int, run: Run, measure: Callable) -> tuple[int, Any]:
+    assert _worker_model is not None
+    return ticket, _execute(_worker_model, ticket, run, measure)
 
 
-def _on_dask(address: str, tasks: list, done: Callable) -> None:
-    try:
-        from distributed import Client, as_completed
-    except ImportError:
-        raise InputError("a Dask scheduler needs dask.distributed: pip install 'tierlab[dask]'") from None
-    with Client(address) as client:
-        futures = [client.submit(_indexed, (i, t), pure=False) for i, t in enumerate(tasks)]
+class _OnProcesses:
+    """Forked worker processes; the model goes to each once, at the fork."""
+
+    def __init__(self, workers: int, loaded: LoadedModel):
+        self.slots = workers + 1
+        self.pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker, initargs=(loaded,))
+        self.done: queue.SimpleQueue = queue.SimpleQueue()
+
+    def start(self, ticket: int, run: Run, measure: Callable) -> None:
+        self.pool.apply_async(_in_worker, (ticket, run, measure), callback=self.done.put, error_callback=self.done.put)
+
+    def next(self) -> tuple[int, Any]:
+        got = self.done.get()
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def close(self, failed: bool) -> None:
+        if failed:
+            self.pool.terminate()
+        else:
+            self.pool.close()
+        self.pool.join()
+
+
+def _on_dask_worker(loaded: LoadedModel, ticket: int, run: Run, measure: Callable) -> tuple[int, Any]:
+    return ticket, _execute(loaded, ticket, run, measure)
+
+
+class _OnDask:
+    """A Dask cluster; the model goes to each worker once (scattered)."""
+
+    def __init__(self, address: str, loaded: LoadedModel):
         try:
-            for fut in as_completed(futures):
-                done(*fut.result())
-        except BaseException:
-            client.cancel(futures)
-            raise
+            from distributed import Client, as_completed
+        except ImportError:
+            raise InputError("a Dask scheduler needs dask.distributed: pip install 'tierlab[dask]'") from None
+        self.client = Client(address)
+        self.slots = sum(self.client.nthreads().values()) + 1
+        self.model = self.client.scatter(loaded, broadcast=True)
+        self.finished = as_completed()
+        self.futures: set = set()
+
+    def start(self, ticket: int, run: Run, measure: Callable) -> None:
+        fut = self.client.submit(_on_dask_worker, self.model, ticket, run, measure, pure=False)
+        self.futures.add(fut)
+        self.finished.add(fut)
+
+    def next(self) -> tuple[int, Any]:
+        fut = next(self.finished)
+        self.futures.discard(fut)
+        return fut.result()
+
+    def close(self, failed: bool) -> None:
+        if failed:
+            self.client.cancel(list(self.futures))
+        self.client.close()

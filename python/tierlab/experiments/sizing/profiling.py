@@ -26,7 +26,7 @@ from ...errors import InputError
 from ...model import load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
-from ...run.sweep import Run, sweep
+from ...run.sweep import Run, Sweep
 from ...trace import Trace
 from .runlog import RATE, RunLog
 
@@ -137,9 +137,9 @@ def profile_grid(
     give it for a live system, whose demands the model's tiers need not describe.
     `runner`: execute the runs elsewhere than the simulator (see `sweep`).
     `out_dir`: the profile is written there as points are measured (every
-    CHECKPOINT_EVERY seconds at most, and after each round; `profile.json` says
+    CHECKPOINT_EVERY seconds at most; `profile.json` says
     `"complete": false` until the last). `log`: one line per run as it ends
-    (`RunLog`), in place of the progress bars."""
+    (`RunLog`), in place of the progress bar."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     bound = bound or loaded.session_rate_bound()
@@ -149,78 +149,80 @@ def profile_grid(
     lines = RunLog(log, setting, 1 + len(pts) * (1 + max_rounds * len(seeds)), loaded.spec.run.duration) if log else None
     if lines:
         lines.start(f"profiling {len(pts)} points")
-
-    def measure(what: str, plan: list[Run], f: Callable, outcome: Callable[[Any], str], on_result=None, **how) -> list:
-        """`sweep` with each result reported (`log`) and handed to `on_result`."""
-        report = lines.step(what, plan, outcome) if lines else None
-
-        def done(i: int, value: Any) -> None:
-            if report:
-                report(i, value)
-            if on_result:
-                on_result(i, value)
-
-        bar = None if lines or not progress else f"{what}: {len(plan)} runs"
-        return sweep(loaded, plan, f, progress=bar, runner=runner, on_result=done, **how)
-
-    ((share, L, ended),) = measure(
-        "load structure",
-        [Run({RATE: bound / 2}, seeds[0])],
-        _load_structure,
-        lambda v: f"L = {v[1]:.2f} requests per session, {v[2]:.0%} of the sessions ended",
-        workers=1,
-    )
-    if ended < 0.5:
-        warnings.warn(
-            f"the load-structure run saw only {ended:.0%} of its sessions end: runs of {loaded.spec.run.duration:g} s are shorter than a session, "
-            f"so L = {L:.2f} requests per session is too small and every offered rate too high; make runs several sessions long (run.duration, --duration)",
-            RunLengthWarning,
-            stacklevel=2,
-        )
-    where = {"workers": workers, "scheduler": scheduler}
-    pilots = [Run({**setting.changes(M, N), RATE: 2 * bound}, seeds[0]) for M, N in pts]
-    pilot = measure("pilot", pilots, served_requests, lambda x: f"serves {x:.2f} requests/s", **where)
-    rate = {pt: (1 + overload) * x / L for pt, x in zip(pts, pilot)}
-    found: dict[tuple[int, int], list] = {}
+    # Each point's runs form a chain (pilot, then rounds at rising rates until they
+    # reject), independent of the other points': a point's next run goes out as soon
+    # as its own runs are back. Its rates, seeds and so its results do not depend on
+    # the order the runs finish in.
+    load_run = Run({RATE: bound / 2}, seeds[0])
+    pilots = {pt: Run({**setting.changes(*pt), RATE: 2 * bound}, seeds[0]) for pt in pts}
+    load_line = lines.step("load structure", [load_run], lambda v: f"L = {v[1]:.2f} requests per session, {v[2]:.0%} of the sessions ended") if lines else None
+    pilot_line = lines.step("pilot", list(pilots.values()), lambda x: f"serves {x:.2f} requests/s") if lines else None
+    bar = None if lines or not progress else f"profiling {len(pts)} points"
+    share, L = pd.Series(dtype=float), 0.0  # until the load-structure run is back
+    rate: dict[tuple[int, int], float] = {}  # each point's latest
+    found: dict[tuple[int, int], list] = {}  # each point's latest complete round: its runs by seed
+    offered: dict[tuple[int, int], float] = {}  # and its rate
     written = -CHECKPOINT_EVERY  # the first point goes to disk at once
 
-    def checkpoint(now: bool = False) -> None:
+    def checkpoint() -> None:
         nonlocal written
-        if out_dir is not None and (now or time.monotonic() - written >= CHECKPOINT_EVERY):
-            _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected).write(out_dir, complete=False)
+        if out_dir is not None and time.monotonic() - written >= CHECKPOINT_EVERY:
+            _grid(found, offered, seeds, share, L, setting, loaded.spec.name, min_rejected).write(out_dir, complete=False)
             written = time.monotonic()
 
-    pending = list(pts)
-    for round_ in range(1, max_rounds + 1):
-        keys = [(pt, s) for pt in pending for s in seeds]
-        latest: dict[tuple[int, int], dict[int, Any]] = {}
+    with Sweep(loaded, workers=workers, scheduler=scheduler, progress=bar, runner=runner) as runs:
 
-        def point_measured(i: int, value: Any, keys=keys, latest=latest) -> None:  # this round's
-            pt, seed = keys[i]
-            latest.setdefault(pt, {})[seed] = value
-            if len(latest[pt]) == len(seeds):
-                found[pt] = [latest[pt][s] for s in seeds]
+        def profile(pt: tuple[int, int], round_: int) -> None:
+            # Later rounds first: chains end early, not all at the end. Unchecked: the
+            # pilot of the same point checked all but the rate, and the run goes out at once.
+            for s in seeds:
+                run = Run({**setting.changes(*pt), RATE: rate[pt]}, s)
+                runs.submit(("round", pt, round_, run), run, _profile_run, priority=round_, check=False)
+
+        # The load structure first: every point's first round needs L.
+        runs.submit(("load",), load_run, _load_structure, priority=max_rounds + 1)
+        for i, (pt, run) in enumerate(pilots.items()):
+            runs.submit(("pilot", pt, i), run, served_requests)
+        capacity: dict[tuple[int, int], float] = {}  # pilots back before L
+        latest: dict[tuple[tuple[int, int], int], dict[int, Any]] = {}  # (point, round): seed → run
+        for key, value in runs.results():
+            if key[0] == "load":
+                if load_line:
+                    load_line(0, value)
+                share, L, ended = value
+                if ended < 0.5:
+                    warnings.warn(
+                        f"the load-structure run saw only {ended:.0%} of its sessions end: runs of {loaded.spec.run.duration:g} s are shorter than a session, "
+                        f"so L = {L:.2f} requests per session is too small and every offered rate too high; make runs several sessions long (run.duration, --duration)",
+                        RunLengthWarning,
+                        stacklevel=2,
+                    )
+            elif key[0] == "pilot":
+                _, pt, i = key
+                if pilot_line:
+                    pilot_line(i, value)
+                capacity[pt] = value
+            else:
+                _, pt, round_, run = key
+                if lines:
+                    lines.ran_one(f"profiling round {round_}", run, f"{value[2]:.1%} of the requests not served")
+                latest.setdefault((pt, round_), {})[run.seed] = value
+                if len(latest[(pt, round_)]) < len(seeds):
+                    continue
+                by_seed = latest.pop((pt, round_))
+                found[pt], offered[pt] = [by_seed[s] for s in seeds], rate[pt]
                 checkpoint()
-
-        measure(
-            f"profiling round {round_}",
-            [Run({**setting.changes(*pt), RATE: rate[pt]}, s) for pt, s in keys],
-            _profile_run,
-            lambda v: f"{v[2]:.1%} of the requests not served",
-            point_measured,
-            **where,
-        )
-        last = round_ == max_rounds
-        pending = [pt for pt in pending if not last and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected]
-        if pending:
-            checkpoint(now=True)
-        if lines:
-            lines.bound(len(pending) * (max_rounds - round_) * len(seeds))
-        if not pending:
-            break
-        for pt in pending:
-            rate[pt] *= 1 + overload
-    grid = _grid(found, rate, seeds, share, L, setting, loaded.spec.name, min_rejected)
+                if round_ < max_rounds and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected:
+                    rate[pt] *= 1 + overload
+                    profile(pt, round_ + 1)
+                elif lines:
+                    lines.bound(lines.remaining - (max_rounds - round_) * len(seeds))
+            if L:  # start each point whose pilot is back
+                for pt, x in capacity.items():
+                    rate[pt] = (1 + overload) * x / L
+                    profile(pt, 1)
+                capacity.clear()
+    grid = _grid(found, offered, seeds, share, L, setting, loaded.spec.name, min_rejected)
     if out_dir is not None:
         grid.write(out_dir)
     if lines:
@@ -228,14 +230,23 @@ def profile_grid(
     return grid
 
 
-def _grid(found: dict, rate: dict, seeds, share: pd.Series, L: float, setting: PoolSetting, name: str, min_rejected: float) -> ProfileGrid:
-    """The profile of the points measured so far (`found`: their latest runs, by seed)."""
+def _grid(found: dict, offered: dict, seeds, share: pd.Series, L: float, setting: PoolSetting, name: str, min_rejected: float) -> ProfileGrid:
+    """The profile of the points measured so far (`found`: their latest runs, by seed,
+    at the session rates `offered`)."""
     rows, run_rows = [], []
     for pt in sorted(found):
         for seed, (phases, served, rejected) in zip(seeds, found[pt]):
             rows.append(phases.reset_index().assign(M=pt[0], N=pt[1]))
             run_rows.append(
-                {"M": pt[0], "N": pt[1], "seed": seed, "offered": rate[pt], "served": served / L, "rejected": rejected, "overloaded": rejected >= min_rejected}
+                {
+                    "M": pt[0],
+                    "N": pt[1],
+                    "seed": seed,
+                    "offered": offered[pt],
+                    "served": served / L,
+                    "rejected": rejected,
+                    "overloaded": rejected >= min_rejected,
+                }
             )
     points = _pool_seeds(pd.concat(rows, ignore_index=True))
     return ProfileGrid(points, pd.DataFrame(run_rows), share, L, setting, name)

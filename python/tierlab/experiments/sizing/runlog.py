@@ -39,11 +39,15 @@ class RunLog:
         def report(i: int, value: Any) -> None:
             nonlocal done
             done += 1
-            self.ran += 1
-            self.remaining = max(0, self.remaining - 1)
-            self.log(f"{what}, run {done}/{len(runs)}: {self.describe(runs[i])}: {outcome(value)}; at most {_runs(self.remaining)} more")
+            self.ran_one(f"{what}, run {done}/{len(runs)}", runs[i], outcome(value))
 
         return report
+
+    def ran_one(self, what: str, run: Run, outcome: str) -> None:
+        """A run of the step `what` ended with `outcome`."""
+        self.ran += 1
+        self.remaining = max(0, self.remaining - 1)
+        self.log(f"{what}: {self.describe(run)}: {outcome}; at most {_runs(self.remaining)} more")
 
     def end(self, what: str) -> None:
         self.log(f"{what} after {_runs(self.ran)}")
