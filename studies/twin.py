@@ -99,7 +99,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
         }
     )
     # 1. The paper's method.
-    grid = profile_grid(model, s["M"], s["N"], runner=runner, bound=bound, overload=0.1, max_rounds=6, log=log)
+    grid = profile_grid(model, s["M"], s["N"], runner=runner, bound=bound, overload=0.25, max_rounds=5, refine=2, log=log)
     grid.write(out / "profile")
     rates = PoolSizing(grid).rates()
     rates.table.to_csv(out / "rates.csv", index=False)

@@ -474,3 +474,17 @@ def test_cli_size_optimize_twin(tmp_path):
     assert result["servers"]["servers"] == -(-40 // result["optimum"]["lambda"])
     bad = subprocess.run([*base, "--trace", str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode != 0 and "--method paper" in bad.stderr
+
+
+def test_profile_refine_closes_in_on_capacity():
+    """One connection holding 0.1 s (capacity 10 sessions/s; a 5 s timeout makes
+    rejections appear sharply near it). A pilot at 4/s climbs by ×1.5 (6, 9, 13.5): the
+    first rate that rejects is up to a whole step past capacity; refining closes in
+    from both sides, so the profile is taken at a lower rate that still rejects, above
+    the climb's last rate that served everything."""
+    model = _connection_bound_model() | {"run": {"duration": 200, "warmup": 20}}  # profiles need the records
+    model["tiers"]["app"]["pools"]["db"]["timeout"] = model["tiers"]["app"]["pools"]["threads"]["timeout"] = 5
+    coarse, fine = (profile_grid(model, [2], [1], overload=0.5, bound=2.0, refine=r, workers=1, progress=False).runs.iloc[0] for r in (0, 3))
+    assert coarse.overloaded and fine.overloaded
+    assert coarse.offered / 1.5 < fine.offered < coarse.offered
+    assert fine.offered < 11  # within 10% of the capacity; the climb stopped at 13.8

@@ -201,11 +201,11 @@ def _mapping(model: str, mapping: str | None) -> str:
     *LIVE_RUNS,
     click.option("--bound", type=click.FloatRange(min=0, min_open=True), required=True, help="Sessions/s no (M, N) serves; the pilot runs offer twice this."),
 )
-def live_profile(model, out_dir, M, N, seeds, overload, tier, mapping, workdir, duration, warmup, bound) -> None:
+def live_profile(model, out_dir, M, N, seeds, overload, refine, tier, mapping, workdir, duration, warmup, bound) -> None:
     """Profiling tests on the running bookstore: its pools resized through the admin
     endpoint for each (M, N), one run after another (`tierlab size optimize` reads the result)."""
     loaded, runner = _live(model, mapping, workdir, duration, warmup, tier)
-    run_profile(loaded, out_dir, M, N, seeds, overload, tier, runner=runner, bound=bound, log=err.print)
+    run_profile(loaded, out_dir, M, N, seeds, overload, refine, tier, runner=runner, bound=bound, log=err.print)
 
 
 @live.command("validate")

@@ -23,6 +23,13 @@ PROFILE_OPTIONS = options(
     click.option("--connections", "N", default="1,2,4,5,10,15,20,30,40", show_default=True, help="Connection pool sizes N (points with M ≥ N are run)."),
     click.option("--seeds", default="1", show_default=True, help="Seeds per point (results are pooled)."),
     click.option("--overload", type=click.FloatRange(min=0), default=0.1, show_default=True, help="Offer (1 + overload) × the measured capacity."),
+    click.option(
+        "--refine",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Rounds that then close in on each point's capacity, between the last rate that served all and the first that rejected.",
+    ),
     click.option("--tier", help="The tier whose pools are sized (default: the one with a threads and a connections pool)."),
 )
 VALIDATE_OPTIONS = options(
@@ -44,17 +51,17 @@ SIMULATED = options(
 @size.command("profile")
 @PROFILE_OPTIONS
 @SIMULATED
-def size_profile(model, out_dir, M, N, seeds, overload, tier, workers, scheduler, duration, warmup) -> None:
+def size_profile(model, out_dir, M, N, seeds, overload, refine, tier, workers, scheduler, duration, warmup) -> None:
     """Profiling tests: p_i and q_i at each (M, N) under slight overload."""
-    run_profile(with_run_length(model, duration, warmup), out_dir, M, N, seeds, overload, tier, workers=workers, scheduler=scheduler)
+    run_profile(with_run_length(model, duration, warmup), out_dir, M, N, seeds, overload, refine, tier, workers=workers, scheduler=scheduler)
 
 
-def run_profile(model, out_dir, M, N, seeds, overload, tier, **where) -> None:
+def run_profile(model, out_dir, M, N, seeds, overload, refine, tier, **where) -> None:
     """`where`: workers/scheduler for the simulator, or runner/bound for a live system."""
     from ..experiments.sizing import profile_grid
 
     folder = Path(out_dir)  # written as each point is measured
-    grid = profile_grid(model, ints(M), ints(N), overload=overload, seeds=ints(seeds), tier=tier, out_dir=folder, **where)
+    grid = profile_grid(model, ints(M), ints(N), overload=overload, refine=refine, seeds=ints(seeds), tier=tier, out_dir=folder, **where)
     late = grid.runs[~grid.runs["overloaded"]]
     if len(late):
         err.print(f"[yellow]warning:[/] {len(late)} runs never reached overload; see {folder / 'runs.csv'}")

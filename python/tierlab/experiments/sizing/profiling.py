@@ -11,6 +11,7 @@ windows are not steady states, and their request/session ratio understates L."""
 from __future__ import annotations
 
 import json
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -114,6 +115,7 @@ def profile_grid(
     overload: float = 0.1,
     min_rejected: float = 0.005,
     max_rounds: int = 8,
+    refine: int = 0,
     seeds=(1,),
     tier: str | None = None,
     workers: int | None = None,
@@ -130,8 +132,12 @@ def profile_grid(
     of the requests. A system that thrashes under heavy overload serves less there than
     at its capacity, so the pilot can underestimate it: until the runs reject, the
     offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
-    says whether each point got there). At most 1 + P·(1 + max_rounds·seeds) runs for
-    P points.
+    says whether each point got there). `refine` more rounds then close in on the
+    capacity: each runs at the geometric mean of the last rate that did not reject and
+    the lowest that did, and the point's profile is the run at the lowest rate that
+    rejected — just beyond capacity rather than up to a whole step past it (a point
+    whose first round already rejects has no lower rate to refine against). At most
+    1 + P·(1 + (max_rounds + refine)·seeds) runs for P points.
 
     `bound`: sessions/s no (M, N) can serve more of (default: the model's CPU bound);
     give it for a live system, whose demands the model's tiers need not describe.
@@ -146,7 +152,8 @@ def profile_grid(
     if bound is None or not isinstance(loaded.spec.workload.population, Open):
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
     pts = grid_points(M_values, N_values)
-    lines = RunLog(log, setting, 1 + len(pts) * (1 + max_rounds * len(seeds)), loaded.spec.run.duration) if log else None
+    rounds = max_rounds + refine
+    lines = RunLog(log, setting, 1 + len(pts) * (1 + rounds * len(seeds)), loaded.spec.run.duration) if log else None
     if lines:
         lines.start(f"profiling {len(pts)} points")
     # Each point's runs form a chain (pilot, then rounds at rising rates until they
@@ -160,8 +167,10 @@ def profile_grid(
     bar = None if lines or not progress else f"profiling {len(pts)} points"
     share, L = pd.Series(dtype=float), 0.0  # until the load-structure run is back
     rate: dict[tuple[int, int], float] = {}  # each point's latest
-    found: dict[tuple[int, int], list] = {}  # each point's latest complete round: its runs by seed
+    found: dict[tuple[int, int], list] = {}  # each point's profile: its latest round (once one rejected: its lowest rejecting round), runs by seed
     offered: dict[tuple[int, int], float] = {}  # and its rate
+    served_at: dict[tuple[int, int], float] = {}  # the last rate whose runs did not reject
+    refined: dict[tuple[int, int], int] = {}  # refinement rounds run, once a round rejected
     written = -CHECKPOINT_EVERY  # the first point goes to disk at once
 
     def checkpoint() -> None:
@@ -180,7 +189,7 @@ def profile_grid(
                 runs.submit(("round", pt, round_, run), run, _profile_run, priority=round_, check=False)
 
         # The load structure first: every point's first round needs L.
-        runs.submit(("load",), load_run, _load_structure, priority=max_rounds + 1)
+        runs.submit(("load",), load_run, _load_structure, priority=rounds + 1)
         for i, (pt, run) in enumerate(pilots.items()):
             runs.submit(("pilot", pt, i), run, served_requests)
         capacity: dict[tuple[int, int], float] = {}  # pilots back before L
@@ -209,14 +218,24 @@ def profile_grid(
                 latest.setdefault((pt, round_), {})[run.seed] = value
                 if len(latest[(pt, round_)]) < len(seeds):
                     continue
-                by_seed = latest.pop((pt, round_))
-                found[pt], offered[pt] = [by_seed[s] for s in seeds], rate[pt]
-                checkpoint()
-                if round_ < max_rounds and sum(r[2] for r in found[pt]) / len(seeds) < min_rejected:
+                by_seed = [latest.pop((pt, round_))[s] for s in seeds]
+                rejects = sum(r[2] for r in by_seed) / len(seeds) >= min_rejected
+                if rejects or pt not in refined:
+                    found[pt], offered[pt] = by_seed, rate[pt]
+                    checkpoint()
+                if not rejects:
+                    served_at[pt] = rate[pt]
+                elif pt not in refined:
+                    refined[pt] = 0
+                if pt not in refined and round_ < max_rounds:
                     rate[pt] *= 1 + overload
                     profile(pt, round_ + 1)
+                elif pt in refined and pt in served_at and refined[pt] < refine:
+                    refined[pt] += 1
+                    rate[pt] = math.sqrt(served_at[pt] * offered[pt])
+                    profile(pt, round_ + 1)
                 elif lines:
-                    lines.bound(lines.remaining - (max_rounds - round_) * len(seeds))
+                    lines.bound(lines.remaining - (rounds - round_) * len(seeds))
             if L:  # start each point whose pilot is back
                 for pt, x in capacity.items():
                     rate[pt] = (1 + overload) * x / L
