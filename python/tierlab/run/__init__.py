@@ -3,6 +3,6 @@ with live runs."""
 
 from .interrupt import RunInterrupted
 from .simulate import simulate
-from .sweep import Run, sweep
+from .sweep import Run, Sweep, sweep
 
-__all__ = ["Run", "RunInterrupted", "simulate", "sweep"]
+__all__ = ["Run", "RunInterrupted", "Sweep", "simulate", "sweep"]

@@ -3,8 +3,10 @@ studies): many simulations of one model, each with its own changes and seed, run
 local worker processes by default or on a Dask cluster (`scheduler=` an address).
 
 Each run is measured where it ran — `measure(trace)` returns something small — so
-traces never cross process or machine boundaries. Results come back in input order
-and depend only on (model, changes, seed): the same on any executor."""
+traces never cross process or machine boundaries. Results depend only on (model,
+changes, seed): the same on any executor, whatever order the runs finish in. `sweep`
+runs a list and returns its results in input order; `Sweep` takes runs as earlier
+results call for them."""
 
 from __future__ import annotations
 
@@ -93,7 +95,7 @@ class Sweep:
     Of the runs waiting for a worker, the highest `priority` goes first (then the
     earliest submitted): a run that others wait for, or a chain's next step, ahead of
     new work, so chains do not all end at once with one worker busy. Only one run per
-    worker (and one spare) is handed to the executor at a time, so those choices stay
+    worker (and a spare or two) is handed to the executor at a time, so those choices stay
     with the parent."""
 
     def __init__(
@@ -285,7 +287,9 @@ class _OnDask:
         except ImportError:
             raise InputError("a Dask scheduler needs dask.distributed: pip install 'tierlab[dask]'") from None
         self.client = Client(address)
-        self.slots = sum(self.client.nthreads().values()) + 1
+        # A spare run per worker: the scheduler places a queued run on one worker, and
+        # another that frees up would otherwise wait for this client to send more.
+        self.slots = 2 * sum(self.client.nthreads().values())
         self.model = self.client.scatter(loaded, broadcast=True)
         self.finished = as_completed()
         self.futures: set = set()
