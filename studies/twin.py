@@ -12,7 +12,7 @@ for a thread and a connection (as studies/live_sizing.py):
 3. The twin route: the twin simulated at every (M, N) of the grid under the paper's
    sustainability rule (`size optimize --method twin`) and its optimum.
 4. Measurement: the live maximum sustainable session throughput at the configurations
-   that bracket both optima (the optimum's neighbours along M) and at CALIBRATED, with
+   that bracket both optima (the grid's lines through each, along M and N) and at CALIBRATED, with
    the same search, rate grid and runs as the twin's.
 5. `twin verify`: at each measured configuration, loads of 40% and 80% of its measured
    capacity, live and on the twin; at CALIBRATED also a mix it was not calibrated on
@@ -132,8 +132,10 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
     predicted.to_csv(out / "twin_capacities.csv", index=False)
     twin_opt = (int(twin_best["M"]), int(twin_best["N"]))
 
-    # 4. Measured: both optima, their neighbours along M, and the calibration's point.
-    configs = sorted({(M, N) for M in s["M"] for _, N in (paper_opt, twin_opt) if M >= N} | {CALIBRATED})
+    # 4. Measured: both optima with the grid's lines through them (along M and along N,
+    # so the optimum is bracketed where the grid allows), and the calibration's point.
+    lines = {(M, N) for M0, N0 in (paper_opt, twin_opt) for M, N in [*((m, N0) for m in s["M"]), *((M0, n) for n in s["N"])] if M >= N}
+    configs = sorted(lines | {CALIBRATED})
     start = {c: float(served.loc[c]) for c in configs}
     measured, trials = max_sustainable_rate(model, configs, start, step=step, runs=s["runs"], runner=runner, log=log)
     table = measured.merge(predicted.rename(columns={"lambda_max": "twin", "bracketed": "twin_bracketed"}), on=["M", "N"])
