@@ -218,7 +218,8 @@ def profile_grid(
                 latest.setdefault((pt, round_), {})[run.seed] = value
                 if len(latest[(pt, round_)]) < len(seeds):
                     continue
-                by_seed = [latest.pop((pt, round_))[s] for s in seeds]
+                done = latest.pop((pt, round_))
+                by_seed = [done[s] for s in seeds]
                 rejects = sum(r[2] for r in by_seed) / len(seeds) >= min_rejected
                 if rejects or pt not in refined:
                     found[pt], offered[pt] = by_seed, rate[pt]
