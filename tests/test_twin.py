@@ -33,7 +33,8 @@ def live(bed, tmp_path_factory):
 
 def test_the_twin_serves_what_the_live_system_served(live, tmp_path):
     """Calibrated on this very run, the twin's throughput at the same load is within 15%
-    of the live one (measured: +1% on SQLite at a load average of 8). The twin's app
+    of the live one (measured: +1% on SQLite at a load average of 8; on a quiet machine −2 to −4%, and
+    −10 to −14% before the speed could exceed 1). The twin's app
     station runs at the speed the process got in this run, so what remains is the
     model's structure: processor sharing where the interpreter lock hands over between
     threads, demands fitted as lognormals. The interpreter lock shows in the data: the
@@ -41,7 +42,7 @@ def test_the_twin_serves_what_the_live_system_served(live, tmp_path):
     folder, model = live
     cal = calibrate([folder], model)
     assert cal.cores["cores"] == 1 and cal.cores["ceiling"] < 1.5
-    assert 0 < cal.cores["speed"] <= 1
+    assert 0 < cal.cores["speed"] <= cal.cores["ceiling"]  # above 1 where work outside the lock runs beside it
     twin = cal.write(tmp_path / "twin.yaml")
     measured = tierlab.read_trace(folder).summary
     simulated = tierlab.simulate(tierlab.load_model(twin).with_run(duration=40, warmup=2)).summary

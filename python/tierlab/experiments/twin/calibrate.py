@@ -182,7 +182,10 @@ def effective_cores(m: Measured) -> dict[str, float]:
     ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
     cores = max(1, round(ceiling))
     got = float(busy["cpu"].mean())
-    return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(cores), "busy_mean": got, "speed": min(1.0, got / cores)}
+    # Not capped at 1: on a quiet machine the bookstore's process got 1.11 cores with one
+    # interpreter lock (SQLite's statements run outside it), and a twin held to one
+    # core served 10-14% less than the run it was calibrated on.
+    return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(cores), "busy_mean": got, "speed": got / cores}
 
 
 def pool_cpu(m: Measured) -> float:
