@@ -37,7 +37,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from tierlab import load_model
+from tierlab import LoadedModel, load_model
 from tierlab.experiments.sizing import PoolSizing, max_sustainable_rate, profile_grid, sizing_by_simulation
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.verify import verify
@@ -83,11 +83,12 @@ def study(db: str, s: dict, out: Path, bound: float, log) -> dict:
         testbed.down(workdir)
 
 
-def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
+def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
+    """The HTTP mapping (written to `out`), the live runner and the model every live run
+    of the study uses."""
     mapping = out / "http.yaml"
     out.mkdir(parents=True, exist_ok=True)
     mapping.write_text(yaml.safe_dump(load_yaml(MAPPING.read_text()) | {"timeout": CLIENT_TIMEOUT}, sort_keys=False))
-    runner = LiveRunner(bed, mapping)
     model = load_model(MODEL).with_changes(
         {
             "workload.think": {"exponential": 0.5},
@@ -98,6 +99,11 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
             "tiers.app.pools.db.caching": "transaction",
         }
     )
+    return mapping, LiveRunner(bed, mapping), model
+
+
+def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
+    mapping, runner, model = live_setup(bed, s, out)
     # 1. The paper's method.
     # The pilots, far beyond capacity, thrash: on SQLite one at 80 sessions/s served 9.4
     # where the same point later served 28.5 without a failure. So the climb may need
