@@ -206,6 +206,16 @@ mod tests {
     }
 
     #[test]
+    fn ps_overhead_grows_with_each_power_of_the_others() {
+        // Three jobs on two cores, overhead 0.5·(n−1) + 0.25·(n−1)²: slowdown
+        // 1 + 0.5·2 + 0.25·4 = 3, each job gets 2/3 of a core, so runs at 2/9.
+        let mut ps = Ps::new(2, vec![0.5, 0.25]);
+        ps.arrive(0.0, 1, 1.0);
+        ps.arrive(0.0, 2, 1.0);
+        assert!((ps.arrive(0.0, 3, 1.0) - 4.5).abs() < 1e-12);
+    }
+
+    #[test]
     fn fcfs_queues_beyond_its_channels() {
         let mut d = Fcfs::new(1);
         assert!(d.arrive(0.0, 1));

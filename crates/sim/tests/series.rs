@@ -1,6 +1,6 @@
 //! The per-window series and the servers' summary, against a run worked out by hand:
-//! one client, 1 s think, a 0.01 s visit — so every window's arrivals, completions,
-//! concurrency and response time are known exactly.
+//! one client, 1 s think, a visit of 0.01 s of CPU — so every window's arrivals,
+//! completions, concurrency, response time and utilization are known exactly.
 
 mod common;
 
@@ -8,13 +8,14 @@ use common::*;
 use serde_json::json;
 use trace::Output;
 
-/// One client whose sends are at 1 + 1.01 k s, each visiting the tier for 0.01 s;
-/// windows of 1/8 s (exact in binary, so window edges fall on exact times).
+/// One client whose sends are at 1 + 1.01 k s, each visiting the tier for 0.01 s of
+/// its CPU; windows of 1/8 s (exact in binary, so window edges fall on exact times).
 fn one_client(duration: f64) -> Output {
+    let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}]);
     let mut m = open_model(
         1.0,
-        tier("s", 1, json!([]), json!([])),
-        json!([{"op": "delay", "time": constant(0.01)}]),
+        tier("s", 1, json!([]), cpu),
+        json!([{"op": "cpu", "station": 0, "demand": constant(0.01)}]),
         duration,
     );
     m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
@@ -23,15 +24,16 @@ fn one_client(duration: f64) -> Output {
     run(&m)
 }
 
-/// The server's column `metric` of the series, one value per window.
-fn column(t: &Output, metric: &str) -> Vec<f64> {
+/// The column `metric` of the server (`resource` "") or of its `resource`, one value
+/// per window.
+fn column(t: &Output, resource: &str, metric: &str) -> Vec<f64> {
     let s = &t.series;
     let width = s.meta.len();
     let at = s
         .meta
         .iter()
-        .position(|c| c.resource.is_empty() && c.metric == metric)
-        .expect("a server column");
+        .position(|c| c.resource == resource && c.metric == metric)
+        .expect("a column");
     s.values.iter().skip(at).step_by(width).copied().collect()
 }
 
@@ -40,8 +42,12 @@ fn each_window_counts_its_visits_and_their_residence() {
     let t = one_client(200.0);
     let starts = &t.series.window_start;
     assert_eq!(starts.len(), 1600, "200 s of 1/8 s windows, none partial");
-    let (arrivals, completions) = (column(&t, "arrivals"), column(&t, "completions"));
-    let (rt, concurrency) = (column(&t, "response_time"), column(&t, "concurrency"));
+    let (arrivals, completions) = (column(&t, "", "arrivals"), column(&t, "", "completions"));
+    let (rt, concurrency) = (
+        column(&t, "", "response_time"),
+        column(&t, "", "concurrency"),
+    );
+    let cpu = column(&t, "cpu", "utilization");
     // Sends k = 0..=197 (the last at 199.97 s, back at 199.98 s): one visit each.
     assert_eq!(arrivals.iter().sum::<f64>(), 198.0);
     assert_eq!(completions.iter().sum::<f64>(), 198.0);
