@@ -216,6 +216,22 @@ mod tests {
     }
 
     #[test]
+    fn ps_equal_tags_finish_in_arrival_order() {
+        let mut ps = Ps::new(1, vec![]);
+        ps.arrive(0.0, 5, 1.0);
+        ps.arrive(0.0, 2, 1.0);
+        assert_eq!(ps.complete(2.0).0, 5, "the first to arrive, not the lower slot");
+    }
+
+    #[test]
+    fn ps_busy_is_the_share_of_cores_in_use() {
+        let mut ps = Ps::new(2, vec![]);
+        ps.arrive(0.0, 1, 1.0);
+        ps.complete(1.0);
+        assert_eq!(ps.busy.total_area(2.0), 0.5, "one core of two for 1 s");
+    }
+
+    #[test]
     fn fcfs_queues_beyond_its_channels() {
         let mut d = Fcfs::new(1);
         assert!(d.arrive(0.0, 1));
