@@ -220,7 +220,11 @@ mod tests {
         let mut ps = Ps::new(1, vec![]);
         ps.arrive(0.0, 5, 1.0);
         ps.arrive(0.0, 2, 1.0);
-        assert_eq!(ps.complete(2.0).0, 5, "the first to arrive, not the lower slot");
+        assert_eq!(
+            ps.complete(2.0).0,
+            5,
+            "the first to arrive, not the lower slot"
+        );
     }
 
     #[test]

@@ -11,6 +11,11 @@ use trace::Output;
 /// One client whose sends are at 1 + 1.01 k s, each visiting the tier for 0.01 s of
 /// its CPU; windows of 1/8 s (exact in binary, so window edges fall on exact times).
 fn one_client(duration: f64) -> Output {
+    clients(1, duration)
+}
+
+/// `n` closed clients in step: each sends at the same instant and they share the CPU.
+fn clients(n: u32, duration: f64) -> Output {
     let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}]);
     let mut m = open_model(
         1.0,
@@ -18,7 +23,7 @@ fn one_client(duration: f64) -> Output {
         json!([{"op": "cpu", "station": 0, "demand": constant(0.01)}]),
         duration,
     );
-    m["workload"]["population"] = json!({"kind": "closed", "clients": 1});
+    m["workload"]["population"] = json!({"kind": "closed", "clients": n});
     m["run"]["window"] = json!(0.125);
     sessions_of(&mut m, 1e9, 1.0);
     run(&m)
@@ -60,15 +65,28 @@ fn each_window_counts_its_visits_and_their_residence() {
         "{}",
         concurrency[16]
     );
+    assert!((cpu[16] - 0.01 / 0.125).abs() < 1e-12, "{}", cpu[16]);
     // A window without a completion has no response time, and nothing in progress.
     assert_eq!(
-        (arrivals[15], completions[15], concurrency[15]),
-        (0.0, 0.0, 0.0)
+        (arrivals[15], completions[15], concurrency[15], cpu[15]),
+        (0.0, 0.0, 0.0, 0.0)
     );
     assert!(rt[15].is_nan());
     // Time in the tier over the whole run: 198 visits of 0.01 s.
     let area: f64 = concurrency.iter().map(|c| c * 0.125).sum();
     assert!((area - 1.98).abs() < 1e-9, "{area}");
+}
+
+#[test]
+fn a_window_s_response_time_is_the_mean_of_its_completions() {
+    // Two clients send at 1 + 1.02 k s and share the one core: both back 0.02 s later.
+    let t = clients(2, 200.0);
+    let (completions, rt) = (
+        column(&t, "", "completions"),
+        column(&t, "", "response_time"),
+    );
+    assert_eq!(completions[16], 2.0, "both visits of [2.02, 2.04)");
+    assert!((rt[16] - 0.02).abs() < 1e-12, "{}", rt[16]);
 }
 
 #[test]
