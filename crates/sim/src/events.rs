@@ -91,7 +91,7 @@ impl EventQueue {
         self.seq += 1;
         let bits = (time + 0.0).to_bits();
         let e = Entry {
-            key: u128::from(bits) << 64 | u128::from(self.seq),
+            key: (u128::from(bits) << 64) + u128::from(self.seq),
             ev,
         };
         if bits == self.now_bits {
