@@ -219,14 +219,14 @@ impl Analyzer {
             .iter()
             .map(|row| row.iter().map(|(c, _)| *c).sum::<i64>() as f64)
             .collect();
-        let n = l.len() as f64;
-        let (mx, ml) = (x.iter().sum::<f64>() / n, l.iter().sum::<f64>() / n);
+        let ml = l.iter().sum::<f64>() / l.len() as f64;
         let lo = l.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if hi - lo < MIN_LOAD_SPREAD {
             return None;
         }
-        let cov: f64 = x.iter().zip(l).map(|(a, b)| (a - mx) * (b - ml)).sum();
+        // Σ x (l − l̄) is the covariance's numerator: centring x too adds x̄ Σ (l − l̄) = 0.
+        let cov: f64 = x.iter().zip(l).map(|(a, b)| a * (b - ml)).sum();
         let var: f64 = l.iter().map(|b| (b - ml).powi(2)).sum();
         Some(cov / var)
     }
@@ -695,6 +695,62 @@ mod tests {
         assert!(!n.analyzer.dispatchable[0]);
         // Idle (nothing in progress), a server is dispatchable whatever its slope.
         assert!(n.dispatchable(0));
+    }
+
+    /// ReDAL-N's load axis, by hand, on 2 s intervals: 4 requests in progress over
+    /// [0.5, 1.5), 2 of them done at 1.5 and the others at 21. Levels: interval 0
+    /// (4·1 + 2·0.5)/2 = 2.5, then 2 while nothing changes; after a gap longer than the
+    /// window, interval 10 counts from its own start: 2·1/2 = 1.
+    #[test]
+    fn in_progress_levels_are_each_interval_s_mean_load() {
+        let config = RedalConfig {
+            test: SlopeTest::InProgress,
+            interval: 2.0,
+            ..cfg()
+        };
+        let mut r = Redal::new(1, 0, config);
+        for s in 0..4 {
+            r.pick(0.5, &req(s, Some(0), None));
+        }
+        r.done(1.5, 0, 0);
+        r.done(1.5, 0, 0);
+        r.metrics(4.0);
+        let a = &r.analyzer;
+        assert_eq!(Vec::from(a.levels[0].clone()), [2.5, 2.0]);
+        // Completions (2, 0) on loads (2.5, 2): slope 2·0.25 / (2·0.25²) = 4, with a
+        // spread of exactly MIN_LOAD_SPREAD and two intervals: both just enough.
+        assert_eq!(a.slope_in_progress(0), Some(4.0));
+        r.metrics(6.0);
+        assert_eq!(Vec::from(r.analyzer.levels[0].clone()), [2.5, 2.0, 2.0]);
+        r.metrics(20.0);
+        assert_eq!(Vec::from(r.analyzer.levels[0].clone()), [2.0, 2.0, 2.0]);
+        assert_eq!(r.analyzer.slope_in_progress(0), None, "no spread");
+        r.done(21.0, 0, 0);
+        r.done(21.0, 0, 0);
+        r.metrics(22.0);
+        let a = &r.analyzer;
+        assert_eq!(Vec::from(a.levels[0].clone()), [2.0, 2.0, 1.0]);
+        // Completions (0, 0, 2) on loads (2, 2, 1): −2·(2/3) / (6/9) = −2.
+        let slope = a.slope_in_progress(0).unwrap();
+        assert!((slope + 2.0).abs() < 1e-12, "{slope}");
+        assert!(!a.dispatchable[0]);
+        // As the trait reports it (idle: dispatchable whatever the slope).
+        let d: &dyn Dispatch = &r;
+        assert!(d.dispatchable(0));
+    }
+
+    /// Through the trait, as the proxy's /metrics asks: a server judged past its peak
+    /// is not dispatchable while requests are in progress there.
+    #[test]
+    fn the_trait_reports_redal_s_judgement() {
+        let mut r = Redal::new(1, 0, cfg());
+        // Arrivals 2, 4, 6 with completions 2, 2, 2: slope 0, not dispatchable.
+        for (t, arrivals) in [(0.0, 2), (1.0, 4), (2.0, 6)] {
+            interval(&mut r, t, arrivals, 2);
+        }
+        r.metrics(3.0);
+        let d: &dyn Dispatch = &r;
+        assert!(!d.dispatchable(0));
     }
 
     fn one_server_in_progress() -> Redal {

@@ -233,6 +233,14 @@ mod tests {
         }
     }
 
+    /// A policy that judges no load calls every server dispatchable (the proxy's
+    /// /metrics reports it).
+    #[test]
+    fn a_policy_without_a_load_test_calls_every_server_dispatchable() {
+        let rr: &dyn Dispatch = &RoundRobin::equal(2);
+        assert!(rr.dispatchable(0) && rr.dispatchable(1));
+    }
+
     #[test]
     fn equal_weights_cycle_in_order() {
         let mut rr = RoundRobin::equal(3);

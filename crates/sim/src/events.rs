@@ -44,7 +44,10 @@ pub enum Ev {
 
 /// `key` packs (time, insertion order) into one integer that orders as the pair does:
 /// the bits of a non-negative f64 order as its value, so one u128 comparison replaces
-/// a float comparison and a tie-break on the hottest path of the engine.
+/// a float comparison and a tie-break on the hottest path of the engine. Keys are
+/// unique (the insertion order is in them), so equality is never a question the heap
+/// asks: `Eq` is derived only because `Ord` requires it.
+#[derive(PartialEq, Eq)]
 struct Entry {
     key: u128,
     ev: Ev,
@@ -56,12 +59,6 @@ impl Entry {
     }
 }
 
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        self.key == o.key
-    }
-}
-impl Eq for Entry {}
 impl PartialOrd for Entry {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
@@ -94,7 +91,7 @@ impl EventQueue {
         self.seq += 1;
         let bits = (time + 0.0).to_bits();
         let e = Entry {
-            key: u128::from(bits) << 64 | u128::from(self.seq),
+            key: (u128::from(bits) << 64) + u128::from(self.seq),
             ev,
         };
         if bits == self.now_bits {
@@ -133,6 +130,39 @@ mod tests {
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         let at1 = |req| (1.0, Ev::Resume { req });
         assert_eq!(order, vec![at1(2), at1(3), at1(4), (2.0, Ev::Window)]);
+    }
+
+    #[test]
+    fn many_ties_pop_in_insertion_order() {
+        // Enough equal times that a heap without the insertion order in its key would
+        // return some of them out of order.
+        let mut q = EventQueue::default();
+        for req in 0..64 {
+            q.push(1.0, Ev::Resume { req });
+        }
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).map(|(_, e)| e).collect();
+        assert_eq!(
+            order,
+            (0..64).map(|req| Ev::Resume { req }).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn negative_zero_is_time_zero() {
+        let mut q = EventQueue::default();
+        q.push(0.5, Ev::Window);
+        q.push(-0.0, Ev::Warmup);
+        assert_eq!(q.pop(), Some((0.0, Ev::Warmup)));
+    }
+
+    #[test]
+    fn an_event_for_the_current_instant_skips_the_heap() {
+        let mut q = EventQueue::default();
+        q.push(1.0, Ev::Window);
+        q.pop();
+        q.push(1.0, Ev::Resume { req: 1 });
+        q.push(2.0, Ev::Warmup);
+        assert_eq!((q.now.len(), q.heap.len()), (1, 1));
     }
 
     #[test]

@@ -278,11 +278,8 @@ impl Observer {
 const SERVER_METRICS: [&str; 4] = ["concurrency", "arrivals", "completions", "response_time"];
 
 fn server_window(s: &mut ServerStats, now: f64, len: f64) -> [f64; SERVER_METRICS.len()] {
-    let response_time = if s.completions > 0 {
-        s.residence / s.completions as f64
-    } else {
-        f64::NAN
-    };
+    // 0/0 is NaN: a window without completions has no response time.
+    let response_time = s.residence / s.completions as f64;
     let row = [
         s.concurrency.close_window(now, len).0,
         s.arrivals as f64,

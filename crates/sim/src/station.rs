@@ -13,33 +13,14 @@ pub struct Ps {
     overhead: Vec<f64>,
     vwork: f64,
     last: f64,
-    /// (finish tag, arrival order, request slot), earliest tag first.
-    jobs: BinaryHeap<Reverse<(TotalF64, u64, u32)>>,
+    /// (finish tag's bits, arrival order, request slot), earliest tag first: a tag is
+    /// positive (work is), and a positive f64's bits order as its value.
+    jobs: BinaryHeap<Reverse<(u64, u64, u32)>>,
     arrivals: u64,
     /// Stopped (a garbage-collection pause): no job progresses, the CPU is busy.
     paused: bool,
     pub epoch: u32,
     pub busy: TimeAvg,
-}
-
-/// An f64 ordered by `total_cmp`, so finishing tags can live in a heap.
-#[derive(Clone, Copy)]
-struct TotalF64(f64);
-impl PartialEq for TotalF64 {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o).is_eq()
-    }
-}
-impl Eq for TotalF64 {}
-impl PartialOrd for TotalF64 {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for TotalF64 {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        self.0.total_cmp(&o.0)
-    }
 }
 
 impl Ps {
@@ -113,8 +94,8 @@ impl Ps {
     pub fn arrive(&mut self, now: f64, req: u32, work: f64) -> f64 {
         self.advance(now);
         self.arrivals += 1;
-        self.jobs
-            .push(Reverse((TotalF64(self.vwork + work), self.arrivals, req)));
+        let tag = (self.vwork + work).to_bits();
+        self.jobs.push(Reverse((tag, self.arrivals, req)));
         self.note_jobs(now);
         self.next_completion(now)
     }
@@ -135,7 +116,7 @@ impl Ps {
             return f64::INFINITY;
         }
         let Reverse((tag, _, _)) = self.jobs.peek().expect("non-empty");
-        now + ((tag.0 - self.vwork).max(0.0) / self.rate(self.jobs.len()))
+        now + ((f64::from_bits(*tag) - self.vwork).max(0.0) / self.rate(self.jobs.len()))
     }
 }
 
@@ -203,6 +184,36 @@ mod tests {
         let mut ps = Ps::new(2, vec![0.5]);
         ps.arrive(0.0, 1, 1.0);
         assert!((ps.arrive(0.0, 2, 1.0) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ps_overhead_grows_with_each_power_of_the_others() {
+        // Three jobs on two cores, overhead 0.5·(n−1) + 0.25·(n−1)²: slowdown
+        // 1 + 0.5·2 + 0.25·4 = 3, each job gets 2/3 of a core, so runs at 2/9.
+        let mut ps = Ps::new(2, vec![0.5, 0.25]);
+        ps.arrive(0.0, 1, 1.0);
+        ps.arrive(0.0, 2, 1.0);
+        assert!((ps.arrive(0.0, 3, 1.0) - 4.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn ps_equal_tags_finish_in_arrival_order() {
+        let mut ps = Ps::new(1, vec![]);
+        ps.arrive(0.0, 5, 1.0);
+        ps.arrive(0.0, 2, 1.0);
+        assert_eq!(
+            ps.complete(2.0).0,
+            5,
+            "the first to arrive, not the lower slot"
+        );
+    }
+
+    #[test]
+    fn ps_busy_is_the_share_of_cores_in_use() {
+        let mut ps = Ps::new(2, vec![]);
+        ps.arrive(0.0, 1, 1.0);
+        ps.complete(1.0);
+        assert_eq!(ps.busy.total_area(2.0), 0.5, "one core of two for 1 s");
     }
 
     #[test]

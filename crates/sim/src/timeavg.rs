@@ -23,9 +23,7 @@ impl TimeAvg {
         self.total_area += area;
         self.last = now;
         self.value = value;
-        if value > self.window_max {
-            self.window_max = value;
-        }
+        self.window_max = self.window_max.max(value);
     }
 
     pub fn value(&self) -> f64 {

@@ -166,11 +166,12 @@ fn a_record_holds_the_first_server_and_the_visits_per_tier() {
 }
 
 /// The demand columns, as the live middleware means them: one client, so nothing
-/// waits. Per request the app runs 0.03 s of CPU, takes the connection twice (0.002 s
-/// of `acquire_cpu` each, none for the cached second Get), calls the db twice inside
-/// it (0.05 s of CPU and a 0.01 s delay each) and the web tier once (not the next tier
-/// after app: not the database). The app's cpu_time is 0.03 + 0.002 (the db's CPU is
-/// the db tier's: 0.1), pool_cpu_time 0.002, db_time 2 × 0.06, db_queries 2.
+/// waits. Per request the app takes a thread (0.001 s of CPU to do so), runs 0.03 s of
+/// CPU, takes the connection twice (0.002 s of `acquire_cpu` each, none for the cached
+/// second Get), calls the db twice inside it (0.05 s of CPU and a 0.01 s delay each)
+/// and the web tier once (not the next tier after app: not the database). The app's
+/// cpu_time is 0.001 + 0.03 + 0.002 (the db's CPU is the db tier's: 0.1),
+/// pool_cpu_time 0.002 (a connection pool's only), db_time 2 × 0.06, db_queries 2.
 #[test]
 fn a_record_holds_the_cpu_work_and_the_calls_to_the_next_tier() {
     let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 2, "overhead": []}]);
@@ -185,7 +186,7 @@ fn a_record_holds_the_cpu_work_and_the_calls_to_the_next_tier() {
         tier("db", 1, json!([]), cpu),
     ]);
     let app = json!([
-        {"op": "acquire", "pool": 0}, on_cpu(0.03),
+        {"op": "acquire", "pool": 0, "cost": [on_cpu(0.001)]}, on_cpu(0.03),
         {"op": "get", "pool": 1, "cost": [on_cpu(0.002)]}, {"op": "call", "tier": 2},
         {"op": "close", "pool": 1},
         {"op": "get", "pool": 1, "cost": [on_cpu(0.002)]}, {"op": "call", "tier": 2},
@@ -204,7 +205,7 @@ fn a_record_holds_the_cpu_work_and_the_calls_to_the_next_tier() {
     let (web, app, db) = (&r.tiers[0], &r.tiers[1], &r.tiers[2]);
     for i in 0..r.id.len() {
         assert!(
-            (app.cpu_time[i] - 0.032).abs() < 1e-9,
+            (app.cpu_time[i] - 0.033).abs() < 1e-9,
             "{}",
             app.cpu_time[i]
         );
@@ -413,6 +414,57 @@ fn leaving_a_tier_gives_back_every_token_still_held() {
         .records
         .unwrap();
     assert_eq!(r.id.len(), 360, "one request every 0.25 s over [10, 100]");
+}
+
+/// A visit that leaves holding a shared token of a 2-token pool and an exclusive hold
+/// of a 3-token lock (not the tier's first pool, so its own bit is what is tracked)
+/// gives back one and three: the one client holds all three of the lock all the time.
+#[test]
+fn leaving_a_tier_gives_back_each_hold_as_it_was_taken() {
+    let pools = json!([pool("a", 2, None), pool("lock", 3, None)]);
+    let program = json!([
+        {"op": "acquire", "pool": 0}, {"op": "acquire", "pool": 1, "exclusive": true}, wait(0.25),
+    ]);
+    let s = run(&closed(1, tier("app", 1, pools, json!([])), program, 100.0)).summary;
+    let pools = &s.tiers["app"].servers[0].pools;
+    close(pools["lock"].mean_busy, 3.0, 1e-9);
+    close(pools["a"].mean_busy, 1.0, 1e-9);
+}
+
+/// An exclusive hold of a 3-token lock (the tier's second pool) for 0.1 s, then a
+/// shared one for 0.3 s: (3 × 0.1 + 1 × 0.3) / 0.4 = 1.5 tokens busy on average. A
+/// release that gave back one token of the exclusive hold would leave the next one
+/// waiting for ever; one that gave back three of the shared hold would underflow.
+#[test]
+fn an_exclusive_hold_takes_and_gives_back_every_token() {
+    let pools = json!([pool("a", 1, None), pool("lock", 3, None)]);
+    let program = json!([
+        {"op": "acquire", "pool": 1, "exclusive": true}, wait(0.1), {"op": "release", "pool": 1},
+        {"op": "acquire", "pool": 1}, wait(0.3), {"op": "release", "pool": 1},
+    ]);
+    let s = run(&closed(1, tier("app", 1, pools, json!([])), program, 100.0)).summary;
+    let lock = &s.tiers["app"].servers[0].pools["lock"];
+    close(lock.mean_busy, 1.5, 1e-6);
+    assert_eq!(lock.busy_max, 3.0);
+}
+
+/// A Get pays its cost only when the visit has no connection cached: after a Drop
+/// both Gets pay 0.005 s, charged as waiting for the connection (the second pool).
+#[test]
+fn a_get_pays_its_cost_unless_the_connection_is_cached() {
+    let get = json!({"op": "get", "pool": 1, "cost": [wait(0.005)]});
+    let program = json!([
+        {"op": "acquire", "pool": 0}, wait(0.1),
+        get, wait(0.2), {"op": "close", "pool": 1}, {"op": "drop", "pool": 1}, wait(0.3),
+        get, wait(0.05), {"op": "close", "pool": 1}, {"op": "drop", "pool": 1},
+        wait(0.04), {"op": "release", "pool": 0},
+    ]);
+    let r = run_recorded(&closed(1, db_tier(1), program, 100.0))
+        .records
+        .unwrap();
+    let mut want = [0.0; 6];
+    (want[BEFORE_DB], want[WAIT_DB], want[WITH_DB_ACTIVE]) = (0.44, 0.01, 0.25);
+    assert_phases(&r, want, 2);
 }
 
 /// Close and Drop act on a connection only when the visit holds it, and Drop only
