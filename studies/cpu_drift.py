@@ -1,0 +1,98 @@
+"""Does the live bookstore's CPU per request depend on what ran before it? (issue 16)
+
+The twin is calibrated from two runs and divides their CPU among the requests. In
+studies/results/twin_quick, at (M, N) = (8, 4), the calibration run at 9.32 sessions/s
+cost the process 2.72 ms of CPU per request, and the verification step at 12.65
+sessions/s, later in the same study, 1.82 ms: the same configuration at a higher load
+cost a third less. The calibration runs came right after the profile's pilots, which
+run far beyond capacity. This study repeats one light step at CALIBRATED in three
+blocks — on a fresh testbed, right after a run far beyond capacity, and after a rest
+— with twin.py --quick's model and run lengths, and reports per run the process's CPU
+per served request (the monitor's CPU ÷ throughput), the handlers' own CPU (the
+middleware's thread CPU time) and what no handler accounts for (their difference).
+
+    python studies/cpu_drift.py      # SQLite, about 5 min
+
+The criterion, written before the run: the CPU per request is a property of the
+configuration and load (what a twin may calibrate once) only if every run's figure is
+within 10% of the fresh block's mean."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+import psutil
+
+from tierlab.live import testbed
+from tierlab.live.cluster import free_port
+from tierlab.live.testbed import Testbed
+
+from claims import Criterion, Ledger
+from provenance import ROOT, output_dir, study_parser, write_result
+from twin import CALIBRATED, live_setup, sizes
+
+LIGHT, OVERLOAD = 12.0, 60.0  # sessions/s: below and far beyond (8, 4)'s capacity in twin_quick (31.6)
+RUNS, REST = 3, 60.0  # runs per block; seconds of rest before the last block
+BOUND = 0.10
+
+
+def main() -> None:
+    a = study_parser(__doc__, quick=False).parse_args()
+    out = output_dir("cpu_drift", a)
+    s = sizes(True)
+    workdir = (ROOT / ".tierlab" / "cpu-drift").resolve()
+    testbed.up(workdir, db="sqlite", port=free_port(), admin_port=free_port(), log=lambda *_: None)
+    rows = []
+    try:
+        _, runner, model = live_setup(Testbed(workdir), s, out)
+        at = model.with_changes({"tiers.app.pools.threads.size": CALIBRATED[0], "tiers.app.pools.db.size": CALIBRATED[1]})
+
+        def block(name: str) -> None:
+            for k in range(1, RUNS + 1):
+                trace = runner(at.with_changes({"workload.population.session_rate": LIGHT, "run.seed": k}))
+                rows.append({"block": name, "run": k, **_cpu(trace)})
+                print(rows[-1], flush=True)
+
+        block("fresh")
+        runner(at.with_changes({"workload.population.session_rate": OVERLOAD}))
+        block("after overload")
+        time.sleep(REST)
+        block("after rest")
+    finally:
+        testbed.down(workdir)
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "runs.csv", index=False)
+    fresh = float(table[table.block == "fresh"]["cpu_ms"].mean())
+    deviation = float((table["cpu_ms"] / fresh - 1).abs().max())
+    summary = {
+        "config": list(CALIBRATED),
+        "rates": {"light": LIGHT, "overload": OVERLOAD},
+        "rest": REST,
+        "blocks": table.groupby("block", sort=False)[["cpu_ms", "handler_ms", "outside_ms", "throughput"]].mean().to_dict(orient="index"),
+        "largest_deviation_from_fresh": deviation,
+    }
+    ledger = Ledger()
+    ledger.check(
+        f"the process's CPU per request at {CALIBRATED} and {LIGHT:g} sessions/s is the same whatever ran before: every run within {BOUND:.0%} of the fresh block's mean",
+        BOUND,
+        deviation,
+        Criterion(f"at most {BOUND:.0%}", lambda ours, bound: ours <= bound),
+        "the process's CPU per request depends on its history (runs.csv: which block moved, and whether the handlers' CPU or the rest did)",
+    )
+    ledger.write(out)
+    write_result(out, summary, range(1, RUNS + 1))
+
+
+def _cpu(trace) -> dict[str, float]:
+    """The process's CPU per served request, the handlers' share and the rest (ms)."""
+    s = trace.summary
+    served = s["requests"]["ok"]
+    # The monitor's utilization is a share of the machine's cores (as twin verify reads it).
+    cpu = s["tiers"]["app"]["servers"][0]["stations"]["cpu"]["utilization"] * (psutil.cpu_count() or 1) * s["measured_seconds"] / served * 1e3
+    handler = float(trace.requests["app.cpu_time"].mean()) * 1e3
+    return {"throughput": s["throughput"], "cpu_ms": cpu, "handler_ms": handler, "outside_ms": cpu - handler}
+
+
+if __name__ == "__main__":
+    main()
