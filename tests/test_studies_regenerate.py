@@ -13,7 +13,9 @@ import pytest
 from conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "studies"))
-from check import QUICK  # noqa: E402
+from check import QUICK, STUDIES  # noqa: E402
+
+from provenance import RESULTS  # noqa: E402
 
 
 @pytest.mark.studies
@@ -21,3 +23,10 @@ from check import QUICK  # noqa: E402
 def test_the_quick_study_regenerates_its_committed_result(study):
     done = subprocess.run([sys.executable, "studies/check.py", "--quick", study], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_check_names_only_studies_whose_results_are_committed():
+    """`python studies/check.py` (every full study) and `--quick` compare with committed
+    results: a study listed without one would only fail there, naming nothing wrong."""
+    missing = [f"{s}{suffix}" for names, suffix in ((STUDIES, ""), (QUICK, "_quick")) for s in names if not (RESULTS / f"{s}{suffix}" / "result.json").exists()]
+    assert missing == []
