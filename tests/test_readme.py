@@ -37,6 +37,7 @@ NOT_RUN = {
     "cargo install cargo-mutants": "a developer's tool, installed once by hand (docs/mutation-testing.md)",
     "export CARGO_PROFILE_TEST_DEBUG": "the environment of the mutation runs below",
     "cargo mutants": "mutation testing takes over an hour on two cores; run by hand (docs/mutation-testing.md)",
+    "git diff": "the lines changed since a mutation run, for `cargo mutants --in-diff` (docs/mutation-testing.md)",
 }
 
 
