@@ -22,7 +22,14 @@ START, END = "<!-- ledger:start (python studies/ledger.py) -->", "<!-- ledger:en
 PAPERS = {
     "Andreolini, Colajanni & Lancellotti — technology trends (../shared/papers/andreolini-technology-trends.txt)": ["andreolini"],
     "Wang et al. — response-time fluctuations in RUBBoS (../shared/papers/wang-rubbos-response-time-fluctuations.txt)": ["wang"],
-    "Totok & Karamcheti — resource pools (../shared/papers/totok-karamcheti-resource-pools.txt)": ["pool_sizing", "connection_caching", "live_sizing", "twin", "capacity_repeat", "cpu_drift"],
+    "Totok & Karamcheti — resource pools (../shared/papers/totok-karamcheti-resource-pools.txt)": [
+        "pool_sizing",
+        "connection_caching",
+        "live_sizing",
+        "twin",
+        "capacity_repeat",
+        "cpu_drift",
+    ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": ["cluster_dispatch", "cluster_live"],
     "Chen & Gorton — contention cost model (../shared/papers/chen-gorton-contention-cost-model.txt)": ["cost_model"],
 }
