@@ -23,13 +23,10 @@ from __future__ import annotations
 import pandas as pd
 
 from tierlab.experiments.sizing import max_sustainable_rate
-from tierlab.live import testbed
-from tierlab.live.cluster import free_port
-from tierlab.live.testbed import Testbed
 
 from claims import Criterion, Ledger
-from provenance import ROOT, output_dir, study_parser, write_result
-from twin import CAPACITY_BOUND, live_setup, sizes
+from provenance import output_dir, study_parser, write_result
+from twin import CAPACITY_BOUND, live_setup, own_testbed, sizes
 
 # A round start and grid, below every configuration's capacity in twin.py --quick's
 # run (26-48 sessions/s), not taken from any measurement.
@@ -46,18 +43,14 @@ def main() -> None:
     a = study_parser(__doc__).parse_args()
     out = output_dir("capacity_repeat", a)
     s, p = sizes(a.quick), plan(a.quick)
-    workdir = (ROOT / ".tierlab" / "capacity-repeat").resolve()
-    testbed.up(workdir, db="sqlite", port=free_port(), admin_port=free_port(), log=lambda *_: None)
     results, trials = [], []
-    try:
-        _, runner, model = live_setup(Testbed(workdir), s, out)
+    with own_testbed("capacity-repeat", "sqlite") as bed:
+        _, runner, model = live_setup(bed, s, out)
         for k in range(1, p["repeats"] + 1):
             print(f"repeat {k} of {p['repeats']}")
             measured, tried = max_sustainable_rate(model, p["configs"], START, step=STEP, runs=s["runs"], runner=runner, log=print)
             results.append(measured.assign(repeat=k))
             trials.append(tried.assign(repeat=k))
-    finally:
-        testbed.down(workdir)
     table = pd.concat(results, ignore_index=True)
     table.to_csv(out / "repeats.csv", index=False)
     pd.concat(trials, ignore_index=True).to_csv(out / "trials.csv", index=False)

@@ -8,8 +8,9 @@ cost a third less. The calibration runs came right after the profile's pilots, w
 run far beyond capacity. This study repeats one light step at CALIBRATED in three
 blocks — on a fresh testbed, right after a run far beyond capacity, and after a rest
 — with twin.py --quick's model and run lengths, and reports per run the process's CPU
-per served request (the monitor's CPU ÷ throughput), the handlers' own CPU (the
-middleware's thread CPU time) and what no handler accounts for (their difference).
+per served request (the service demand law over the monitor's windows, as `twin
+calibrate` reads a run), the handlers' own CPU (the middleware's thread CPU time) and
+what no handler accounts for (their difference).
 
     python studies/cpu_drift.py      # SQLite, about 5 min
 
@@ -22,15 +23,13 @@ from __future__ import annotations
 import time
 
 import pandas as pd
-import psutil
 
-from tierlab.live import testbed
-from tierlab.live.cluster import free_port
-from tierlab.live.testbed import Testbed
+from tierlab.experiments.twin.classical import demand_law
+from tierlab.experiments.twin.measured import cpu_cores, measured
 
 from claims import Criterion, Ledger
-from provenance import ROOT, output_dir, study_parser, write_result
-from twin import CALIBRATED, live_setup, sizes
+from provenance import output_dir, study_parser, write_result
+from twin import CALIBRATED, live_setup, own_testbed, sizes
 
 LIGHT, OVERLOAD = 12.0, 60.0  # sessions/s: below and far beyond (8, 4)'s capacity in twin_quick (31.6)
 RUNS, REST = 3, 60.0  # runs per block; seconds of rest before the last block
@@ -41,17 +40,19 @@ def main() -> None:
     a = study_parser(__doc__, quick=False).parse_args()
     out = output_dir("cpu_drift", a)
     s = sizes(True)
-    workdir = (ROOT / ".tierlab" / "cpu-drift").resolve()
-    testbed.up(workdir, db="sqlite", port=free_port(), admin_port=free_port(), log=lambda *_: None)
     rows = []
-    try:
-        _, runner, model = live_setup(Testbed(workdir), s, out)
+    with own_testbed("cpu-drift", "sqlite") as bed:
+        _, runner, model = live_setup(bed, s, out)
         at = model.with_changes({"tiers.app.pools.threads.size": CALIBRATED[0], "tiers.app.pools.db.size": CALIBRATED[1]})
+        tiers = cpu_cores(at)
 
         def block(name: str) -> None:
             for k in range(1, RUNS + 1):
                 trace = runner(at.with_changes({"workload.population.session_rate": LIGHT, "run.seed": k}))
-                rows.append({"block": name, "run": k, **_cpu(trace)})
+                # The service demand law, as `twin calibrate` reads a run (twin_quick's 2.72 ms).
+                law = demand_law(measured([(f"{name} {k}", trace)], tiers))
+                ms = {"cpu_ms": law["demand_law"], "handler_ms": law["direct"], "outside_ms": law["outside_handlers"]}
+                rows.append({"block": name, "run": k, "throughput": trace.summary["throughput"]} | {c: v * 1e3 for c, v in ms.items()})
                 print(rows[-1], flush=True)
 
         block("fresh")
@@ -59,8 +60,6 @@ def main() -> None:
         block("after overload")
         time.sleep(REST)
         block("after rest")
-    finally:
-        testbed.down(workdir)
     table = pd.DataFrame(rows)
     table.to_csv(out / "runs.csv", index=False)
     fresh = float(table[table.block == "fresh"]["cpu_ms"].mean())
@@ -82,16 +81,6 @@ def main() -> None:
     )
     ledger.write(out)
     write_result(out, summary, range(1, RUNS + 1))
-
-
-def _cpu(trace) -> dict[str, float]:
-    """The process's CPU per served request, the handlers' share and the rest (ms)."""
-    s = trace.summary
-    served = s["requests"]["ok"]
-    # The monitor's utilization is a share of the machine's cores (as twin verify reads it).
-    cpu = s["tiers"]["app"]["servers"][0]["stations"]["cpu"]["utilization"] * (psutil.cpu_count() or 1) * s["measured_seconds"] / served * 1e3
-    handler = float(trace.requests["app.cpu_time"].mean()) * 1e3
-    return {"throughput": s["throughput"], "cpu_ms": cpu, "handler_ms": handler, "outside_ms": cpu - handler}
 
 
 if __name__ == "__main__":

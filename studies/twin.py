@@ -32,6 +32,8 @@ calibration runs got)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -74,13 +76,21 @@ def sizes(quick: bool) -> dict:
     return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5}
 
 
-def study(db: str, s: dict, out: Path, bound: float, log) -> dict:
-    workdir = (ROOT / ".tierlab" / f"twin-{db}").resolve()
+@contextmanager
+def own_testbed(name: str, db: str) -> Iterator[Testbed]:
+    """A testbed of the study's own (folder .tierlab/<name>, free ports), stopped
+    however the study ends."""
+    workdir = (ROOT / ".tierlab" / name).resolve()
     testbed.up(workdir, db=db, port=free_port(), admin_port=free_port(), log=lambda *_: None)
     try:
-        return _loop(Testbed(workdir), db, s, out / db, bound, log)
+        yield Testbed(workdir)
     finally:
         testbed.down(workdir)
+
+
+def study(db: str, s: dict, out: Path, bound: float, log) -> dict:
+    with own_testbed(f"twin-{db}", db) as bed:
+        return _loop(bed, db, s, out / db, bound, log)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
