@@ -23,8 +23,17 @@ cluster, calibrated from the live profile, under the same policies and loads.
 Measures (tierlab.analysis.dispatch.cluster_metrics, the same on both traces):
 throughput per server, ART, p95, load imbalance, migrations per request.
 
-    python studies/cluster_live.py --quick    # 4 policies, 5 s runs: a few minutes
-    python studies/cluster_live.py            # 6 policies, 20 s runs, 3 simulated seeds
+    python studies/cluster_live.py --quick    # 5 policies, 5 s runs: a few minutes
+    python studies/cluster_live.py            # 7 policies, 20 s runs, 3 simulated seeds
+    python studies/cluster_live.py --proxies 2 --session-state --out studies/results/cluster_live_redis
+
+`--proxies P` puts P proxies in front (sharing load metrics over UDP every 50 ms, as
+the model's dispatchers do; session s enters through proxy s mod P); `--session-state`
+keeps the sessions' state in Redis (redis.sh starts it), so a request served away
+from its session's home fetches it: a migration, counted live by the server and in
+the model on entering a server. The model's fetch costs nothing of its own: every live
+request makes its two Redis round trips, migrated or not, and the calibration takes
+them in with the rest of the request's time.
 
 Needs PostgreSQL (postgres.sh starts it; its own port). Writes
 studies/results/cluster_live[_quick]/: ramp.csv, runs.csv (live and simulated side by
@@ -68,7 +77,7 @@ POLICIES = {
     "redal_n": {"policy": "redal_n", "alpha": 0.9, **REDAL},
 }
 QUICK_POLICIES = ("round_robin", "affinity", "least_active", "redal", "redal_n")
-MEASURES = ["throughput_per_server", "art", "p95", "imbalance", "migrations_per_request", "rejected"]
+MEASURES = ["throughput_per_server", "art", "p95", "imbalance", "migrations_per_request", "rejected", "sync_payload_bytes"]
 # Criteria, fixed before the run.
 SATURATED = 0.10  # a doubling of the clients that adds less throughput than this saturates
 TAU = 0.6  # the simulated and live orders of the policies "agree" at Kendall τ ≥ this
@@ -81,6 +90,8 @@ def base_model(a) -> object:
     return load_model(MODEL).with_changes(
         {
             "tiers.app.servers": SERVERS,
+            "tiers.app.dispatch.dispatchers": a.proxies,
+            **({"tiers.app.session_state": {"fetch": []}} if a.session_state else {}),
             "workload.think": {"exponential": THINK},
             "workload.session_end": {"after_requests": {"exponential": 15}},
             "tiers.app.pools.threads.size": 10,
@@ -95,7 +106,9 @@ def base_model(a) -> object:
 
 
 def with_load(model, policy: str, clients: int):
-    return model.with_changes({"workload.population": {"clients": clients}, "tiers.app.dispatch": POLICIES[policy]})
+    """`model` at `clients` closed-loop sessions under `policy`, with its dispatchers."""
+    dispatchers = model.spec.tiers["app"].dispatch.dispatchers
+    return model.with_changes({"workload.population": {"clients": clients}, "tiers.app.dispatch": POLICIES[policy] | {"dispatchers": dispatchers}})
 
 
 class SlopeSampler:
@@ -225,6 +238,8 @@ def tau(a: dict, b: dict) -> float:
 def main() -> None:
     ap = study_parser(__doc__)
     ap.add_argument("--workdir", default=".tierlab/cluster_live", help="where the cluster runs (PostgreSQL in its parent's postgres/)")
+    ap.add_argument("--proxies", type=int, default=1, help="dispatcher proxies in front of the servers (default 1)")
+    ap.add_argument("--session-state", action="store_true", help="the sessions' state in Redis: a request away from its home fetches it (a migration)")
     a = ap.parse_args()
     out = output_dir("cluster_live", a)
     # PostgreSQL on a port of its own: another testbed may hold the default one.
@@ -254,11 +269,11 @@ def main() -> None:
     table.reset_index().to_csv(out / "table.csv", index=False)
     print(table.round(3).to_string())
 
-    result = _result(runs, ramp_frame, saturation, loads, policies)
+    result = _result(runs, ramp_frame, saturation, loads, policies, a)
     result["ramp"]["flattened"] = flattened
     result["calibration"] = {"from": f"least_active, {int(ramp_frame.clients.iloc[0])} clients", "peak_per_server": peak, "demand_factor": round(factor, 3)}
     write_result(out, result, seeds)
-    _claims(runs, loads, policies, peak, flattened, a.quick).write(out)
+    _claims(runs, loads, policies, peak, flattened, a).write(out)
 
 
 def _side(runs: pd.DataFrame, side: str, clients: int, measure: str) -> dict:
@@ -266,11 +281,12 @@ def _side(runs: pd.DataFrame, side: str, clients: int, measure: str) -> dict:
     return {p: float(v) for p, v in zip(d.policy, d[measure])}
 
 
-def _result(runs, ramp_frame, saturation, loads, policies) -> dict:
+def _result(runs, ramp_frame, saturation, loads, policies, a) -> dict:
     live = runs[runs.side == "live"]
     return {
         "servers": SERVERS,
-        "proxies": 1,
+        "proxies": a.proxies,
+        "session_state": "redis" if a.session_state else "local",
         "database": "postgres",
         "ramp": {
             "policy": "least_active",
@@ -283,7 +299,7 @@ def _result(runs, ramp_frame, saturation, loads, policies) -> dict:
         "kendall_tau": {
             f"{m}@{n}": round(tau(_side(runs, "simulated", n, m), _side(runs, "live", n, m)), 3)
             for n in loads
-            for m in ("throughput_per_server", "art", "imbalance")
+            for m in ("throughput_per_server", "art", "imbalance", *(("migrations_per_request",) if a.session_state else ()))
         },
         "redal_flips_live": {
             f"{p}@{n}": {"turned_non_dispatchable": int(r.flips.iloc[0]), "share_of_samples": round(float(r.undispatchable_share.iloc[0]), 3)}
@@ -297,7 +313,7 @@ def _result(runs, ramp_frame, saturation, loads, policies) -> dict:
     }
 
 
-def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flattened: bool, quick: bool) -> Ledger:
+def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flattened: bool, a) -> Ledger:
     ledger = Ledger()
     sim_la = _side(runs, "simulated", loads[1], "throughput_per_server")["least_active"]
     ledger.input(
@@ -312,7 +328,8 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
     # A ramp that never flattened has not shown its last load to be saturation.
     high = "past saturation" if flattened else "twice the ramp's last load; the ramp did not flatten, so not shown past saturation"
     for n, where in zip(loads, ("below saturation", high)):
-        for measure, what in (("throughput_per_server", "throughput per server"), ("art", "ART"), ("imbalance", "load imbalance")):
+        measures = [("throughput_per_server", "throughput per server"), ("art", "ART"), ("imbalance", "load imbalance")]
+        for measure, what in measures + ([("migrations_per_request", "migrations per request")] if a.session_state else []):
             ledger.check(
                 f"The simulated cluster orders the policies by {what} as the live one does, {n} clients ({where})",
                 _side(runs, "simulated", n, measure),
@@ -332,7 +349,7 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
             Criterion("no flip at any load", lambda ours, paper: all(v == 0 for v in ours.values())),
             "live, few requests of a type per 1 s interval make Δthroughput/Δarrivals noisy: a pair of intervals with fewer arrivals and more completions gives a negative term",
             assumes=f"sampled from the proxy's /metrics every {SAMPLE} s, the test is re-judged once per {REDAL['interval']:g} s interval; "
-            f"one {'5 s (--quick)' if quick else '20 s'} run per load, and a flip is a rare event: earlier quick runs of this study flipped "
+            f"one {'5 s (--quick)' if a.quick else '20 s'} run per load, and a flip is a rare event: earlier quick runs of this study flipped "
             "10 and 2 times at the light load (notes.md), so one run without a flip is weak evidence",
         )
     if "redal_n" in policies:
@@ -345,6 +362,14 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
             Criterion("past > 0 and past > below", lambda ours, paper: ours["past"] > 0 and ours["past"] > ours["below"]),
             "not diagnosed",
             assumes="a variant proposed here, not the paper's test",
+        )
+    if a.proxies > 1:
+        ledger.check(
+            f"The {a.proxies} proxies' load-metric messages are the size the simulator counts for its dispatchers: mean payload bytes per message, live (median over runs) against simulated",
+            float(runs[runs.side == "simulated"].sync_payload_bytes.median()),
+            float(live.sync_payload_bytes.median()),
+            Criterion("within ±10%", lambda ours, sim: within(ours, sim, rel=0.10)),
+            "not diagnosed",
         )
     aff = {n: float(live[(live.policy == "affinity") & (live.clients == n)].migrations_per_request.iloc[0]) for n in loads}
     ledger.check(

@@ -20,8 +20,8 @@ def load_imbalance(trace: Trace, tier: str, every: float = 1.0) -> float:
 
 
 def cluster_metrics(trace: Trace, tier: str) -> dict:
-    """The ReDAL paper's measures for one run, for the cluster of `tier` (a simulated
-    trace: a live one has no dispatcher yet)."""
+    """The ReDAL paper's measures for one run, for the cluster of `tier`: a simulated
+    trace, or a live cluster's (its proxies write the same dispatch summary)."""
     s = trace.summary
     if tier not in s["tiers"]:
         raise InputError(f"the trace has no tier {tier!r}; its tiers: {', '.join(s['tiers']) or 'none (a client-only trace)'}")
