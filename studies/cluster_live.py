@@ -52,7 +52,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from tierlab import load_model, simulate
+from tierlab import LoadedModel, load_model, simulate
 from tierlab.analysis.dispatch import cluster_metrics
 from tierlab.analysis.profile import request_profile
 from tierlab.live import testbed
@@ -85,7 +85,7 @@ SAMPLE = 0.25  # seconds between samples of the slope test (it is re-judged once
 SHARED = "live numbers taken on a shared 2-core machine (load average 5–9 from other work): 4 servers, the proxy, PostgreSQL and the load generator share its 2 cores"
 
 
-def base_model(a) -> object:
+def base_model(a) -> LoadedModel:
     duration, warmup = (5.0, 1.5) if a.quick else (20.0, 4.0)
     return load_model(MODEL).with_changes(
         {
@@ -105,7 +105,7 @@ def base_model(a) -> object:
     )
 
 
-def with_load(model, policy: str, clients: int):
+def with_load(model: LoadedModel, policy: str, clients: int) -> LoadedModel:
     """`model` at `clients` closed-loop sessions under `policy`, with its dispatchers."""
     dispatchers = model.spec.tiers["app"].dispatch.dispatchers
     return model.with_changes({"workload.population": {"clients": clients}, "tiers.app.dispatch": POLICIES[policy] | {"dispatchers": dispatchers}})
