@@ -1,7 +1,8 @@
 """Our dispatcher proxy vs HAProxy, side by side in one run: the same nginx backend
 (one worker, two listening ports = two backends, a fixed 200 response), the same
 client (wrk, one thread), the same connections, round robin without persistence,
-each proxy on one thread; rounds interleaved so drift hits all alike. Our proxy also
+each proxy on one thread; rounds interleaved, each round starting one target later
+than the one before, so drift hits all alike. Our proxy also
 runs `least_active` and `redal`, to price the policy. Every request carries
 `X-Tierlab-Session: K`, K uniform over `--sessions` sessions (a wrk Lua script, the
 same for every target; HAProxy ignores the header), so ReDAL's reservations are made
@@ -9,8 +10,10 @@ and cancelled as in a session workload rather than piling up for anonymous reque
 (`--sessions 0`). Prints a table and, on the last line, the figures as JSON: `ratio_vs_haproxy` (our req/s ÷ HAProxy's, round robin),
 `cpu_us_per_request` (each proxy process's CPU, from /proc, per request) and
 `policy_overhead_us` (our CPU µs per request with the policy minus with round robin).
+Ratios and overheads are taken within each round, then the median over rounds: the
+machine's speed drifts by more between rounds than the gap between the targets.
 
-    python benchmarks/proxy_vs_haproxy/run.py [--quick] [--connections 50] [--duration 10] [--rounds 3] [--sessions 1000]
+    python benchmarks/proxy_vs_haproxy/run.py [--quick] [--connections 50] [--duration 10] [--rounds 5] [--sessions 1000]
 
 Installs nothing. Needs wrk, nginx and HAProxy (Debian:
 `apt-get install haproxy nginx-light wrk`) and builds the proxy with
@@ -97,15 +100,15 @@ def run_wrk(port: int, connections: int, duration: float, pid: int, script: Path
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="2 rounds of 3 s: a smoke run of about a minute")
+    ap.add_argument("--quick", action="store_true", help="3 rounds of 3 s: a smoke run of about a minute")
     ap.add_argument("--connections", type=int, default=50)
     ap.add_argument("--duration", type=float, default=10.0)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--sessions", type=int, default=1000, help="sessions named by X-Tierlab-Session; 0: anonymous requests")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     a = ap.parse_args()
     if a.quick:
-        a.duration, a.rounds = 3.0, 2
+        a.duration, a.rounds = 3.0, 3
     for tool in ("wrk", "nginx", "haproxy", "cargo"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: apt-get install haproxy nginx-light wrk (and a Rust toolchain)")
@@ -135,8 +138,10 @@ def main() -> None:
                 script = d / "sessions.lua"
                 script.write_text(WRK_SCRIPT.format(sessions=a.sessions))
             rows = []
+            names = list(targets)
             for r in range(a.rounds):
-                for name, (port, pid) in targets.items():
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    port, pid = targets[name]
                     rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, script)))
         finally:
             for p in reversed(procs):
@@ -150,6 +155,12 @@ def main() -> None:
     def med(name: str, k: str) -> float:
         return statistics.median(m[k] for t, _, m in rows if t == name)
 
+    by_round = {(t, r): m for t, r, m in rows}
+
+    def paired(ours: str, base: str, k: str, op) -> float:
+        """The median over rounds of `op(ours, base)` within each round."""
+        return statistics.median(op(by_round[ours, r][k], by_round[base, r][k]) for r in range(a.rounds))
+
     result = {
         "connections": a.connections,
         "duration": a.duration,
@@ -157,9 +168,9 @@ def main() -> None:
         "threads_per_proxy": 1,
         "sessions": a.sessions,
         "rps": {name: round(med(name, "rps"), 1) for name in targets},
-        "ratio_vs_haproxy": round(med("ours_round_robin", "rps") / med("haproxy", "rps"), 3),
+        "ratio_vs_haproxy": round(paired("ours_round_robin", "haproxy", "rps", lambda x, y: x / y), 3),
         "cpu_us_per_request": {"ours": round(med("ours_round_robin", "cpu_us"), 2), "haproxy": round(med("haproxy", "cpu_us"), 2)},
-        "policy_overhead_us": {p: round(med(f"ours_{p}", "cpu_us") - med("ours_round_robin", "cpu_us"), 2) for p in ("redal", "least_active")},
+        "policy_overhead_us": {p: round(paired(f"ours_{p}", "ours_round_robin", "cpu_us", lambda x, y: x - y), 2) for p in ("redal", "least_active")},
         "errors": {name: sum(m["errors"] for t, _, m in rows if t == name) for name in targets},
     }
     a.out.write_text(json.dumps(result, indent=2) + "\n")
