@@ -110,6 +110,15 @@ def test_mmk_processor_sharing(k, lam):
     assert t.summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)
 
 
+def test_cpu_speed_divides_the_demands():
+    """A core twice as fast serves demands of 2 s as M/M/1-PS with S = 1 s: at λ = 0.7,
+    W = 1/(1 − 0.7) = 3.33 s and utilization 0.7 (at speed 1 the queue is unstable)."""
+    m = single_request_sessions(0.7, {"s": {"stations": {"cpu": {"kind": "cpu", "speed": 2.0}}}}, {"s": [{"cpu": {"exponential": 2.0}}]}, duration=200_000)
+    t = run(m)
+    assert t.summary["response_time"]["mean"] == pytest.approx(1 / 0.3, rel=0.04)
+    assert t.summary["tiers"]["s"]["servers"][0]["stations"]["cpu"]["utilization"] == pytest.approx(0.7, rel=0.02)
+
+
 def test_ps_is_insensitive_to_service_distribution():
     """M/G/1-PS: the mean response time depends on the service distribution only
     through its mean (constant demands give the same W as exponential ones)."""

@@ -145,8 +145,11 @@ impl Sim {
                         .iter()
                         .map(|st| match st {
                             StationSpec::Cpu {
-                                cores, overhead, ..
-                            } => StationState::Cpu(Ps::new(*cores, overhead.clone())),
+                                cores,
+                                speed,
+                                overhead,
+                                ..
+                            } => StationState::Cpu(Ps::new(*cores, *speed, overhead.clone())),
                             StationSpec::Disk { channels, .. } => {
                                 StationState::Disk(Fcfs::new(*channels))
                             }
@@ -180,7 +183,7 @@ impl Sim {
                 Cluster::new(t, m.run.seed ^ (i as u64) << 32).expect("checked by Model::check")
             })
             .collect();
-        let links = m.links.iter().map(|_| Ps::new(1, vec![])).collect();
+        let links = m.links.iter().map(|_| Ps::new(1, 1.0, vec![])).collect();
         let sessions = Sessions::new(&m.workload, m.tiers.len());
         let obs = Observer::new(&m);
         Sim {

@@ -129,11 +129,13 @@ pub struct Retransmit {
 #[derive(Debug, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Station {
-    /// Processor sharing over `cores`; with n jobs each progresses at
-    /// min(1, cores/n) / (1 + Σ_j overhead[j]·(n−1)^(j+1)).
+    /// Processor sharing over `cores` of relative `speed`; with n jobs each progresses
+    /// at speed · min(1, cores/n) / (1 + Σ_j overhead[j]·(n−1)^(j+1)).
     Cpu {
         name: String,
         cores: u32,
+        #[serde(default = "one")]
+        speed: f64,
         overhead: Vec<f64>,
     },
     /// FCFS with `channels` servers; each access misses the cache with probability
@@ -414,8 +416,15 @@ impl Model {
         for s in &t.stations {
             let ok = match s {
                 Station::Cpu {
-                    cores, overhead, ..
-                } => *cores >= 1 && overhead.iter().all(|c| finite_non_negative(*c)),
+                    cores,
+                    speed,
+                    overhead,
+                    ..
+                } => {
+                    *cores >= 1
+                        && positive(*speed)
+                        && overhead.iter().all(|c| finite_non_negative(*c))
+                }
                 Station::Disk {
                     iops,
                     hit_ratio,
@@ -424,7 +433,7 @@ impl Model {
                 } => positive(*iops) && (0.0..=1.0).contains(hit_ratio) && *channels >= 1,
             };
             if !ok {
-                let why = "cores/channels ≥ 1, overhead finite and ≥ 0, iops finite and > 0, hit ratio in [0, 1]";
+                let why = "cores/channels ≥ 1, speed finite and > 0, overhead finite and ≥ 0, iops finite and > 0, hit ratio in [0, 1]";
                 return Some((at(&format!(".stations.{}", s.name())), why.into()));
             }
         }
@@ -553,6 +562,10 @@ impl Model {
         }
         None
     }
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 fn positive(x: f64) -> bool {

@@ -5,11 +5,13 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use crate::timeavg::TimeAvg;
 
-/// Processor sharing over `cores` with a concurrency-dependent slowdown. Every job
-/// progresses at the same rate, so the station keeps one "virtual work" clock and each
-/// job's finishing tag on it: arrivals and departures cost O(log n), not O(n).
+/// Processor sharing over `cores` of relative `speed` with a concurrency-dependent
+/// slowdown. Every job progresses at the same rate, so the station keeps one "virtual
+/// work" clock and each job's finishing tag on it: arrivals and departures cost
+/// O(log n), not O(n).
 pub struct Ps {
     cores: f64,
+    speed: f64,
     overhead: Vec<f64>,
     vwork: f64,
     last: f64,
@@ -24,7 +26,7 @@ pub struct Ps {
 }
 
 impl Ps {
-    pub fn new(cores: u32, mut overhead: Vec<f64>) -> Self {
+    pub fn new(cores: u32, speed: f64, mut overhead: Vec<f64>) -> Self {
         // Zero coefficients at the end add exactly nothing to the slowdown; without
         // them the usual `overhead: 0` costs no `powi` call per rate (-4% of a nested
         // model's instructions).
@@ -33,6 +35,7 @@ impl Ps {
         }
         Ps {
             cores: cores as f64,
+            speed,
             overhead,
             vwork: 0.0,
             last: 0.0,
@@ -53,7 +56,7 @@ impl Ps {
             .iter()
             .enumerate()
             .fold(1.0, |acc, (j, c)| acc + c * (n - 1.0).powi(j as i32 + 1));
-        share / slowdown
+        self.speed * share / slowdown
     }
 
     fn advance(&mut self, now: f64) {
@@ -169,7 +172,7 @@ mod tests {
 
     #[test]
     fn ps_shares_one_core_equally() {
-        let mut ps = Ps::new(1, vec![]);
+        let mut ps = Ps::new(1, 1.0, vec![]);
         assert_eq!(ps.arrive(0.0, 1, 1.0), 1.0);
         // Second job at t=0.5: both progress at 1/2, job 1 has 0.5 left → done at 1.5.
         assert_eq!(ps.arrive(0.5, 2, 1.0), 1.5);
@@ -181,7 +184,7 @@ mod tests {
     #[test]
     fn ps_overhead_slows_every_job() {
         // Two jobs on two cores with 50% linear overhead: each runs at 1/1.5.
-        let mut ps = Ps::new(2, vec![0.5]);
+        let mut ps = Ps::new(2, 1.0, vec![0.5]);
         ps.arrive(0.0, 1, 1.0);
         assert!((ps.arrive(0.0, 2, 1.0) - 1.5).abs() < 1e-12);
     }
@@ -190,15 +193,24 @@ mod tests {
     fn ps_overhead_grows_with_each_power_of_the_others() {
         // Three jobs on two cores, overhead 0.5·(n−1) + 0.25·(n−1)²: slowdown
         // 1 + 0.5·2 + 0.25·4 = 3, each job gets 2/3 of a core, so runs at 2/9.
-        let mut ps = Ps::new(2, vec![0.5, 0.25]);
+        let mut ps = Ps::new(2, 1.0, vec![0.5, 0.25]);
         ps.arrive(0.0, 1, 1.0);
         ps.arrive(0.0, 2, 1.0);
         assert!((ps.arrive(0.0, 3, 1.0) - 4.5).abs() < 1e-12);
     }
 
     #[test]
+    fn ps_speed_scales_every_rate() {
+        // Twice as fast: alone, 1 s of work takes 0.5 s; with a second job and 50%
+        // overhead on one core, each runs at 2 · (1/2) / 1.5 = 2/3.
+        let mut ps = Ps::new(1, 2.0, vec![0.5]);
+        assert_eq!(ps.arrive(0.0, 1, 1.0), 0.5);
+        assert!((ps.arrive(0.0, 2, 1.0) - 1.5).abs() < 1e-12);
+    }
+
+    #[test]
     fn ps_equal_tags_finish_in_arrival_order() {
-        let mut ps = Ps::new(1, vec![]);
+        let mut ps = Ps::new(1, 1.0, vec![]);
         ps.arrive(0.0, 5, 1.0);
         ps.arrive(0.0, 2, 1.0);
         assert_eq!(
@@ -210,7 +222,7 @@ mod tests {
 
     #[test]
     fn ps_busy_is_the_share_of_cores_in_use() {
-        let mut ps = Ps::new(2, vec![]);
+        let mut ps = Ps::new(2, 1.0, vec![]);
         ps.arrive(0.0, 1, 1.0);
         ps.complete(1.0);
         assert_eq!(ps.busy.total_area(2.0), 0.5, "one core of two for 1 s");

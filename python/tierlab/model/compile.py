@@ -84,7 +84,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                     for p, s in t.pools.items()
                 ],
                 "stations": [
-                    {"kind": "cpu", "name": n, "cores": s.cores, "overhead": s.coefficients()}
+                    {"kind": "cpu", "name": n, "cores": s.cores, "speed": s.speed, "overhead": s.coefficients()}
                     if s.kind == "cpu"
                     else {"kind": "disk", "name": n, "iops": s.iops, "hit_ratio": s.hits(), "channels": s.channels, "constant_service": s.service == "constant"}
                     for n, s in t.stations.items()

@@ -50,11 +50,12 @@ class Pool(Strict):
 
 
 class Cpu(Strict):
-    """Processor sharing over `cores`. With n jobs each runs at min(1, cores/n) /
+    """Processor sharing over `cores`. With n jobs each runs at speed · min(1, cores/n) /
     (1 + c1·(n−1) + c2·(n−1)² + …): `overhead` gives c1 (a number) or [c1, c2, …]."""
 
     kind: Literal["cpu"]
     cores: PosU32 = 1
+    speed: Pos = Field(1.0, description="each core's speed relative to the one the CPU demands were measured on: a demand of d seconds takes d/speed alone")
     overhead: NonNeg | list[NonNeg] = 0.0
 
     def coefficients(self) -> list[float]:
