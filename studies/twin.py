@@ -167,7 +167,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
     for r in table.itertuples():
         loads = [round(x * r.lambda_max, 2) for x in VERIFY_LOADS]
         mixes = [{}, UNSEEN_MIX] if (r.M, r.N) == CALIBRATED else [{}]
-        steps.append(verify(twin, bed, mapping, loads, [(int(r.M), int(r.N))], cal.cores["speed"], mixes, log=log))
+        steps.append(verify(twin, bed, mapping, loads, [(int(r.M), int(r.N))], cal.cores["speed"], mixes, log=log, probe=cal.probe_ms))
     steps_table = pd.concat(steps, ignore_index=True)
     steps_table["unseen"] = [(M, N) != CALIBRATED or mix != "model" for M, N, mix in zip(steps_table.M, steps_table.N, steps_table["mix"])]
     write_verify(steps_table, out)

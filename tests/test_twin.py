@@ -91,6 +91,7 @@ def test_the_command_writes_the_twin_and_its_report(live, tmp_path):
     assert "service demand law" in r.output and "effective cores" in r.output
     report = json.loads(out.with_suffix(".calibration.json").read_text())
     assert report["cores"]["cores"] == 1 and report["demands"]["SRES"]["db_requests"] == 101
+    assert report["machine"]["cpu_probe_ms"] > 0  # the live runs' monitors timed the probe
     assert tierlab.simulate(tierlab.load_model(out).with_run(duration=5, warmup=1)).summary["requests"]["ok"] > 0
 
 
@@ -109,4 +110,6 @@ def test_verify_runs_each_step_live_and_on_the_twin_and_writes_its_table(bed, li
     for figure in ("throughput", "rt_mean", "rt_p99", "app_cpu_cores", "threads_busy", "db_busy"):
         assert (table[f"{figure}.measured"] > 0).all() and (table[f"{figure}.predicted"] > 0).all()
     assert (table["threads_busy.measured"] <= 4 + 1e-9).all()  # the server ran the step's pools
+    # Each step's twin ran at the machine's speed then, relative to the calibration's.
+    assert (table["speed.machine"] > 0).all() and table["throughput.error_calibration_speed"].notna().all()
     assert (tmp_path / "verify" / "verify.png").stat().st_size > 0 and (tmp_path / "verify" / "verify.json").is_file()

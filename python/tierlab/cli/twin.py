@@ -113,7 +113,9 @@ def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, dur
     with about(twin_file):
         twin = load_model(twin_file).with_run(duration=duration, warmup=warmup)
     report = Path(twin_file).with_suffix(".calibration.json")
-    speed = json.loads(report.read_text())["cores"]["speed"] if report.is_file() else 1.0
+    calibration = json.loads(report.read_text()) if report.is_file() else {}
+    speed = calibration.get("cores", {}).get("speed", 1.0)
+    probe = calibration.get("machine", {}).get("cpu_probe_ms")
     pairs = [tuple(ints(c)) for c in configs]
     if any(len(p) != 2 for p in pairs):
         raise click.BadParameter("give M,N", param_hint="--config")
@@ -127,6 +129,7 @@ def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, dur
         speed,
         reweights or None,
         log=lambda s: err.print(s, markup=False),
+        probe=probe,
     )
     folder = write(table, out_dir)
     twin_plot(table, folder / "verify.png")
@@ -150,9 +153,17 @@ def verify_table(table) -> Table:
     """Per step: each figure as measured / predicted (error)."""
     figures = [c.removesuffix(".measured") for c in table.columns if c.endswith(".measured")]
     t = Table(title="twin vs live: measured / predicted (error)")
-    for c in ("M", "N", "mix", "load", "speed live / twin", *figures):
+    for c in ("M", "N", "mix", "load", "speed live / twin", "machine", *figures):
         t.add_column(c, justify="right")
     for _, row in table.iterrows():
         cells = [f"{row[f + '.measured']:.4g} / {row[f + '.predicted']:.4g} ({row[f + '.error']:+.0%})" for f in figures]
-        t.add_row(f"{row.M:.0f}", f"{row.N:.0f}", str(row["mix"]), f"{row.load:g}", f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}", *cells)
+        t.add_row(
+            f"{row.M:.0f}",
+            f"{row.N:.0f}",
+            str(row["mix"]),
+            f"{row.load:g}",
+            f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}",
+            f"{row['speed.machine']:.2f}",
+            *cells,
+        )
     return t

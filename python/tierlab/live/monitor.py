@@ -5,10 +5,16 @@ role, resource = "", metrics `cpu_user`, `cpu_system`, `disk_ops`, `sockets`,
 `processes`, `threads`), and the process's CPU as a station: resource `cpu`, metric
 `utilization` = cores busy / the machine's cores, as a simulated CPU station's. A
 process that ends during the run (killed, crashed) is noted with the time; its series
-stop there."""
+stop there.
+
+Every second it also records the machine itself (tier `machine`): the 1-minute load
+average and the CPU time a fixed piece of Python work takes (`cpu_probe_ms`). The same
+work's CPU time drifts by a third within minutes on a shared machine
+(studies/cpu_drift.py), so a run's figures are read beside the speed it ran at."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import Counter
@@ -25,6 +31,22 @@ def _name(role: Role) -> str:
 
 
 METRICS = ["cpu_user", "cpu_system", "disk_ops", "sockets", "processes", "threads"]
+PROBE_EVERY = 1.0  # seconds between records of the machine
+PROBE_LOOPS = 20_000  # about 2 ms of work on this machine: 0.2% of a core
+
+
+def probe_ms() -> float:
+    """CPU milliseconds this thread spends on a fixed piece of pure-Python work (a loop
+    of arithmetic and dict stores, like a request handler's): the same work takes longer
+    when the machine runs slower (its clock, or a busy sibling hyperthread). CPU time,
+    so waiting for a core does not count."""
+    start = time.thread_time()
+    table: dict[int, int] = {}
+    total = 0
+    for i in range(PROBE_LOOPS):
+        total += i * i % 7
+        table[i & 255] = total
+    return (time.thread_time() - start) * 1e3
 
 
 class Monitor:
@@ -98,7 +120,7 @@ class Monitor:
         passed since the last sample; a sample that came late (a busy machine) covers
         every window since the last one with its rates, so no window is missing."""
         last, last_window = self._read(), 0
-        last_t = time.monotonic()
+        last_t, probed = time.monotonic(), -PROBE_EVERY
         self.ended |= {role: 0.0 for role in self.roles if role not in last}
         while not self._stop.is_set():
             self._stop.wait(max(0.0, self.t0 + (last_window + 1) * self.window - time.monotonic()))
@@ -116,6 +138,9 @@ class Monitor:
                     for metric, value in zip(METRICS, [*rates, *v[3:]]):
                         self.rows.append((t, tier, server, "", metric, float(value)))
                     self.rows.append((t, tier, server, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
+            if (at := last_window * self.window) >= probed + PROBE_EVERY - 1e-9:
+                self.rows += [(at, "machine", 0, "", "load_1m", os.getloadavg()[0]), (at, "machine", 0, "", "cpu_probe_ms", probe_ms())]
+                probed = at
             last, last_t, last_window = now, now_t, window
 
     def missing(self) -> dict[str, str]:

@@ -17,6 +17,8 @@ Per request type, from its served requests (docs/trace.md's demand columns):
   or PostgreSQL's execution time (`pg_stat_statements`: Σ time / Σ calls per statement,
   times the request's statements), or, in a simulated trace, the database tier's own
   `cpu_time` per request;
+- the machine's speed during the runs (the monitor's `cpu_probe_ms`, median): the
+  report keeps it, so that `twin verify` can run the twin at the speed of each step;
 - the app tier's CPU station: the process's effective cores, found from the monitor
   over the windows with two or more requests in service (where a process that could
   use a second core would show it): its ceiling, the 95th percentile of the process's
@@ -47,7 +49,7 @@ from ...model.pools import PoolSetting
 from ...trace import read_trace
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
-from .measured import Measured, cpu_cores, measured
+from .measured import Measured, cpu_cores, measured, probe_ms
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit")  # pool fields a twin does not take from the model
@@ -62,6 +64,7 @@ class Calibration:
     cores: dict[str, float]
     law: dict[str, float]
     regression: pd.DataFrame
+    probe_ms: float | None  # the machine's speed during the runs (None: not recorded)
     notes: list[str] = field(default_factory=list)
 
     def loaded(self) -> LoadedModel:
@@ -77,6 +80,7 @@ class Calibration:
             "demand_law": _finite(self.law),
             "regression": _finite({k: reg.attrs[k] for k in ("relative_residual", "relative_residual_all", "windows")}) | {"types": _records(reg)},
             "demands": _records(self.demands),
+            "machine": {"cpu_probe_ms": self.probe_ms},
             "notes": self.notes,
         }
 
@@ -108,7 +112,8 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     """The twin of the system the traces measured, run from `model`."""
     base = load_model(model)
     cores_of = cpu_cores(base)
-    m = measured([(str(t), read_trace(t)) for t in traces], cores_of)
+    read = [(str(t), read_trace(t)) for t in traces]
+    m = measured(read, cores_of)
     setting = PoolSetting.find(base, m.tier)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
@@ -166,7 +171,7 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         "requests": requests,
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), notes)
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe_ms([t for _, t in read]), notes)
 
 
 def effective_cores(m: Measured) -> dict[str, float]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from ...run import simulate
 from ...trace import Trace
 from ...trace.schema import figures
 from .calibrate import effective_cores
-from .measured import cpu_cores, measured
+from .measured import cpu_cores, measured, probe_ms
 
 PERCENTILES = ("mean", "p50", "p90", "p99")
 # The twin runs exactly as long as the live step, warm-up included, so that both see the
@@ -43,6 +44,7 @@ def verify(
     speed: float = 1.0,
     mixes: list[dict[str, float]] | None = None,
     log: Callable[[str], None] = lambda _: None,
+    probe: float | None = None,
 ) -> pd.DataFrame:
     """One row per (M, N) × mix × load: measured, predicted and the relative error of
     throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
@@ -51,7 +53,14 @@ def verify(
     CPU station runs at it; its cores busy are scaled back to the machine's), beside
     the speed the live process got in each step. A mix reweights the chain
     (`workload.chain.reweight`: state → factor on every transition into it); {} is the
-    twin's own."""
+    twin's own.
+
+    `probe`: the machine's speed during the calibration (`cpu_probe_ms`, its report's
+    `machine`). Given it, and a step whose monitor recorded the machine, the twin runs
+    that step with every CPU at `probe` ÷ the step's probe (`speed.machine`): the
+    machine's drift between calibration and step is measured, not the twin's to
+    predict. The errors at the calibration's speed are kept beside
+    (`<figure>.error_calibration_speed`, throughput and mean response time)."""
     setting = PoolSetting.find(twin)
     runner = LiveRunner(bed, mapping)  # a step whose server ended stops the verification, named
     population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
@@ -63,16 +72,38 @@ def verify(
         size = {"workload.population": {population: int(load) if population == "clients" else load}}
         model = twin.with_changes(setting.changes(M, N) | size | ({"workload.chain.reweight": mix} if mix else {}))
         live = runner(model)
-        twins = [_figures(simulate(model.with_changes({"run.seed": seed})), setting, twin_cores) for seed in range(1, TWIN_SEEDS + 1)]
+        step_probe = probe_ms([live])
+        machine = probe / step_probe if probe and step_probe else float("nan")
+        fixed = _twin_figures(model, setting, twin_cores)
+        at_step = fixed if math.isnan(machine) else _twin_figures(_at_speed(model, machine), setting, twin_cores)
         row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, cpu_cores(model))}
+        row["speed.machine"] = machine
         for name, seen in _figures(live, setting, psutil.cpu_count() or 1).items():
-            twin_value = sum(t[name] for t in twins) / TWIN_SEEDS
-            row |= {f"{name}.measured": seen, f"{name}.predicted": twin_value, f"{name}.error": twin_value / seen - 1 if seen else float("nan")}
+            row |= {f"{name}.measured": seen, f"{name}.predicted": at_step[name], f"{name}.error": _error(at_step[name], seen)}
+            if name in ("throughput", "rt_mean"):
+                row[f"{name}.error_calibration_speed"] = _error(fixed[name], seen)
         rows.append(row)
         log(
             f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
         )
     return pd.DataFrame(rows)
+
+
+def _twin_figures(model: LoadedModel, setting: PoolSetting, cores: float) -> dict[str, float]:
+    """The twin's figures for one step: the mean over TWIN_SEEDS runs."""
+    runs = [_figures(simulate(model.with_changes({"run.seed": seed})), setting, cores) for seed in range(1, TWIN_SEEDS + 1)]
+    return {k: sum(r[k] for r in runs) / TWIN_SEEDS for k in runs[0]}
+
+
+def _at_speed(model: LoadedModel, speed: float) -> LoadedModel:
+    """`model` with every CPU station of every tier at `speed`."""
+    return model.with_changes(
+        {f"tiers.{t}.stations.{n}.speed": speed for t, spec in model.spec.tiers.items() for n, st in spec.stations.items() if isinstance(st, Cpu)}
+    )
+
+
+def _error(predicted: float, measured: float) -> float:
+    return predicted / measured - 1 if measured else float("nan")
 
 
 def mix_label(mix: dict[str, float]) -> str:
