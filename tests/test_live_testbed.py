@@ -149,6 +149,26 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     assert (after.requests.status == "ok").all()  # recovered
 
 
+def test_a_second_start_answers_with_the_running_database(bed):
+    """One data folder, one server: asked for it on another port (as a study that
+    picks its own, after an interrupted run left the server up), the script answers
+    with the running server's URL instead of failing to connect."""
+    if bed.state.kind != "postgres":
+        pytest.skip("SQLite has no server")
+    from tierlab.live.cluster import free_port
+
+    pgdir = str(testbed.Path(bed.state.workdir).parent / "postgres")
+    run = subprocess.run(
+        ["bash", str(testbed.POSTGRES_SCRIPT), "start", pgdir],
+        env=os.environ | {"TIERLAB_PG_PORT": str(free_port())},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.strip().splitlines()[-1] == bed.state.db
+    assert "already runs" in run.stderr
+
+
 def _live_pools(trace) -> tuple:
     pools = trace.summary["tiers"]["app"]["servers"][0]["pools"]
     return pools["threads"]["size"], pools["db"]["size"], int(trace.requests["app.db_requests"].max())

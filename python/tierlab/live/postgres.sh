@@ -40,6 +40,15 @@ case "$cmd" in
     if ! as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 30 \
         -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$dir/data -c max_connections=300 -c fsync=off -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track_utility=off" start >&2
+    else
+      # One data folder, one server: if it already runs (another testbed's, or one an
+      # interrupted run left), use it on its own port (line 4 of postmaster.pid).
+      running=$(sed -n 4p "$dir/data/postmaster.pid")
+      if [[ "$running" != "$port" ]]; then
+        echo "PostgreSQL of $dir already runs on port $running: using it there, not on $port" >&2
+        port=$running
+        url="postgresql://postgres@127.0.0.1:${port}/tierlab"
+      fi
     fi
     as_owner "$bin/psql" -h 127.0.0.1 -p "$port" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='tierlab'" postgres | grep -q 1 \
       || as_owner "$bin/createdb" -h 127.0.0.1 -p "$port" -U postgres tierlab
