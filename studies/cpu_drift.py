@@ -10,13 +10,17 @@ blocks — on a fresh testbed, right after a run far beyond capacity, and after 
 — with twin.py --quick's model and run lengths, and reports per run the process's CPU
 per served request (the service demand law over the monitor's windows, as `twin
 calibrate` reads a run), the handlers' own CPU (the middleware's thread CPU time) and
-what no handler accounts for (their difference).
+what no handler accounts for (their difference), and the machine's speed during the
+run (the monitor's `cpu_probe_ms`, median: the CPU time of a fixed piece of Python
+work).
 
     python studies/cpu_drift.py      # SQLite, about 5 min
 
-The criterion, written before the run: the CPU per request is a property of the
+The criteria, written before the run: the CPU per request is a property of the
 configuration and load (what a twin may calibrate once) only if every run's figure is
-within 10% of the fresh block's mean."""
+within 10% of the fresh block's mean; and the probe accounts for the drift (what `twin
+verify` corrects each step by) only if every run's handler CPU per request divided by
+its probe is within 10% of the fresh block's mean of that ratio."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ import time
 import pandas as pd
 
 from tierlab.experiments.twin.classical import demand_law
-from tierlab.experiments.twin.measured import cpu_cores, measured
+from tierlab.experiments.twin.measured import cpu_cores, measured, probe_ms
 
 from claims import Criterion, Ledger
 from provenance import output_dir, study_parser, write_result
@@ -52,7 +56,9 @@ def main() -> None:
                 # The service demand law, as `twin calibrate` reads a run (twin_quick's 2.72 ms).
                 law = demand_law(measured([(f"{name} {k}", trace)], tiers))
                 ms = {"cpu_ms": law["demand_law"], "handler_ms": law["direct"], "outside_ms": law["outside_handlers"]}
-                rows.append({"block": name, "run": k, "throughput": trace.summary["throughput"]} | {c: v * 1e3 for c, v in ms.items()})
+                rows.append(
+                    {"block": name, "run": k, "throughput": trace.summary["throughput"], "probe_ms": probe_ms([trace])} | {c: v * 1e3 for c, v in ms.items()}
+                )
                 print(rows[-1], flush=True)
 
         block("fresh")
@@ -64,12 +70,17 @@ def main() -> None:
     table.to_csv(out / "runs.csv", index=False)
     fresh = float(table[table.block == "fresh"]["cpu_ms"].mean())
     deviation = float((table["cpu_ms"] / fresh - 1).abs().max())
+    table["handler_per_probe"] = table["handler_ms"] / table["probe_ms"]
+    fresh_ratio = float(table[table.block == "fresh"]["handler_per_probe"].mean())
+    corrected = float((table["handler_per_probe"] / fresh_ratio - 1).abs().max())
     summary = {
         "config": list(CALIBRATED),
         "rates": {"light": LIGHT, "overload": OVERLOAD},
         "rest": REST,
-        "blocks": table.groupby("block", sort=False)[["cpu_ms", "handler_ms", "outside_ms", "throughput"]].mean().to_dict(orient="index"),
+        "blocks": table.groupby("block", sort=False)[["cpu_ms", "handler_ms", "outside_ms", "probe_ms", "throughput"]].mean().to_dict(orient="index"),
         "largest_deviation_from_fresh": deviation,
+        "handler_per_probe_largest_deviation_from_fresh": corrected,
+        "handler_probe_correlation": float(table["handler_ms"].corr(table["probe_ms"])),
     }
     ledger = Ledger()
     ledger.check(
@@ -78,6 +89,13 @@ def main() -> None:
         deviation,
         Criterion(f"at most {BOUND:.0%}", lambda ours, bound: ours <= bound),
         "the process's CPU per request depends on its history (runs.csv: which block moved, and whether the handlers' CPU or the rest did)",
+    )
+    ledger.check(
+        f"the machine's probe accounts for the drift: every run's handler CPU per request ÷ its probe within {BOUND:.0%} of the fresh block's mean",
+        BOUND,
+        corrected,
+        Criterion(f"at most {BOUND:.0%}", lambda ours, bound: ours <= bound),
+        "the handlers' CPU moves with something the probe does not see (runs.csv: handler_ms beside probe_ms)",
     )
     ledger.write(out)
     write_result(out, summary, range(1, RUNS + 1))
