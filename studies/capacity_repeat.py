@@ -11,7 +11,7 @@ differs between repeats), on the SQLite testbed with twin.py's model, and report
 configuration the values, their mean and the largest deviation from it, and which
 configuration each repeat finds best.
 
-    python studies/capacity_repeat.py --quick   # 3 configurations × 3 repeats, twin.py --quick's run lengths
+    python studies/capacity_repeat.py --quick   # 3 configurations × 3 repeats, the run lengths of twin_quick's result
     python studies/capacity_repeat.py           # 4 configurations × 5 repeats, twin.py's full run lengths
 
 The criterion, written before the run: a single measurement can judge a 5% target
@@ -35,14 +35,17 @@ START, STEP = 20.0, 1.0
 
 def plan(quick: bool) -> dict:
     if quick:
-        return {"configs": [(4, 2), (4, 4), (8, 4)], "repeats": 3}
-    return {"configs": [(4, 2), (4, 4), (8, 2), (8, 4)], "repeats": 5}
+        # twin.py --quick's runs as they were when its capacities were measured (321fcb6),
+        # which these repeats judge: two runs of 12 s per rate.
+        return {"configs": [(4, 2), (4, 4), (8, 4)], "repeats": 3, "sizes": sizes(True) | {"duration": 12.0, "runs": 2}}
+    return {"configs": [(4, 2), (4, 4), (8, 2), (8, 4)], "repeats": 5, "sizes": sizes(False)}
 
 
 def main() -> None:
     a = study_parser(__doc__).parse_args()
     out = output_dir("capacity_repeat", a)
-    s, p = sizes(a.quick), plan(a.quick)
+    p = plan(a.quick)
+    s = p["sizes"]
     results, trials = [], []
     with own_testbed("capacity-repeat", "sqlite") as bed:
         _, runner, model = live_setup(bed, s, out)
