@@ -54,6 +54,7 @@ from scipy import stats
 
 from tierlab import LoadedModel, load_model, simulate
 from tierlab.analysis.dispatch import cluster_metrics
+from tierlab.analysis.machine import machine
 from tierlab.analysis.profile import request_profile
 from tierlab.live import testbed
 from tierlab.live.cluster import free_port, up_cluster
@@ -82,7 +83,7 @@ MEASURES = ["throughput_per_server", "art", "p95", "imbalance", "migrations_per_
 SATURATED = 0.10  # a doubling of the clients that adds less throughput than this saturates
 TAU = 0.6  # the simulated and live orders of the policies "agree" at Kendall τ ≥ this
 SAMPLE = 0.25  # seconds between samples of the slope test (it is re-judged once per 1 s interval)
-SHARED = "live numbers taken on a shared 2-core machine (load average 5–9 from other work): 4 servers, the proxy, PostgreSQL and the load generator share its 2 cores"
+SHARED = "4 servers, the proxies, PostgreSQL and the load generator share the machine's 2 cores (its load per run: runs.csv, load_1m)"
 
 
 def base_model(a) -> LoadedModel:
@@ -171,7 +172,18 @@ def live_runs(model, policy: str, loads: list[int], workdir: Path, until=lambda 
             flips, undispatchable = sampler.flips()
             m = cluster_metrics(trace, "app")
             ok = trace.summary["requests"]
-            rows.append({"policy": policy, "clients": clients, "side": "live", **m, "flips": flips, "undispatchable_share": undispatchable, **_counts(ok)})
+            rows.append(
+                {
+                    "policy": policy,
+                    "clients": clients,
+                    "side": "live",
+                    **m,
+                    "flips": flips,
+                    "undispatchable_share": undispatchable,
+                    **_counts(ok),
+                    **machine([trace]),
+                }
+            )
             print(f"live {policy} {clients} clients: {m['throughput_per_server']:.1f}/s per server, ART {1000 * m['art']:.0f} ms, flips {flips}", flush=True)
             if policy == "least_active" and clients == loads[0]:
                 rows[-1]["trace"] = trace
@@ -309,7 +321,11 @@ def _result(runs, ramp_frame, saturation, loads, policies, a) -> dict:
             for r in [live[(live.policy == p) & (live.clients == n)]]
         },
         "live_errors": int(live.error.sum()),
-        "machine": SHARED,
+        "machine": {
+            "shared": SHARED,
+            "load_1m": [round(float(live.load_1m.min()), 2), round(float(live.load_1m.max()), 2)],
+            "cpu_probe_ms": [round(float(live.cpu_probe_ms.min()), 3), round(float(live.cpu_probe_ms.max()), 3)],
+        },
     }
 
 

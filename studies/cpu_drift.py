@@ -28,8 +28,9 @@ import time
 
 import pandas as pd
 
+from tierlab.analysis.machine import machine
 from tierlab.experiments.twin.classical import demand_law
-from tierlab.experiments.twin.measured import cpu_cores, measured, probe_ms
+from tierlab.experiments.twin.measured import cpu_cores, measured
 
 from claims import Criterion, Ledger
 from provenance import output_dir, study_parser, write_result
@@ -57,7 +58,8 @@ def main() -> None:
                 law = demand_law(measured([(f"{name} {k}", trace)], tiers))
                 ms = {"cpu_ms": law["demand_law"], "handler_ms": law["direct"], "outside_ms": law["outside_handlers"]}
                 rows.append(
-                    {"block": name, "run": k, "throughput": trace.summary["throughput"], "probe_ms": probe_ms([trace])} | {c: v * 1e3 for c, v in ms.items()}
+                    {"block": name, "run": k, "throughput": trace.summary["throughput"], "probe_ms": machine([trace])["cpu_probe_ms"]}
+                    | {c: v * 1e3 for c, v in ms.items()}
                 )
                 print(rows[-1], flush=True)
 

@@ -43,13 +43,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from ...analysis.machine import machine
 from ...errors import InputError
 from ...model import LoadedModel, load_model
 from ...model.pools import PoolSetting
 from ...trace import read_trace
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
-from .measured import Measured, cpu_cores, measured, probe_ms
+from .measured import Measured, cpu_cores, measured
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit")  # pool fields a twin does not take from the model
@@ -171,7 +172,7 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         "requests": requests,
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe_ms([t for _, t in read]), notes)
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), machine([t for _, t in read])["cpu_probe_ms"], notes)
 
 
 def effective_cores(m: Measured) -> dict[str, float]:

@@ -32,15 +32,6 @@ class Measured:
     measured_seconds: float
 
 
-def probe_ms(traces: list[Trace]) -> float | None:
-    """The machine's speed over live runs: the median of their monitors' `cpu_probe_ms`
-    (docs/trace.md, the `machine` tier); None where no run recorded it (a simulated
-    trace, or one from before the probe)."""
-    ts = [t.timeseries for t in traces]
-    values = pd.concat([x.value[(x.tier == "machine") & (x.metric == "cpu_probe_ms")] for x in ts]) if ts else pd.Series(dtype=float)
-    return float(values.median()) if len(values) else None
-
-
 def cpu_cores(model: LoadedModel) -> dict[str, int | None]:
     """Each of the model's tiers and its CPU station's cores (None: no CPU station)."""
     return {t: next((int(s.cores) for s in spec.stations.values() if s.kind == "cpu"), None) for t, spec in model.spec.tiers.items()}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
+from ...analysis.machine import machine
 from ...errors import InputError
 from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel
@@ -23,7 +24,7 @@ from ...run import simulate
 from ...trace import Trace
 from ...trace.schema import figures
 from .calibrate import effective_cores
-from .measured import cpu_cores, measured, probe_ms
+from .measured import cpu_cores, measured
 
 PERCENTILES = ("mean", "p50", "p90", "p99")
 # The twin runs exactly as long as the live step, warm-up included, so that both see the
@@ -72,12 +73,12 @@ def verify(
         size = {"workload.population": {population: int(load) if population == "clients" else load}}
         model = twin.with_changes(setting.changes(M, N) | size | ({"workload.chain.reweight": mix} if mix else {}))
         live = runner(model)
-        step_probe = probe_ms([live])
-        machine = probe / step_probe if probe and step_probe else float("nan")
+        step_probe = machine([live])["cpu_probe_ms"]
+        faster = probe / step_probe if probe and step_probe else float("nan")
         fixed = _twin_figures(model, setting, twin_cores)
-        at_step = fixed if math.isnan(machine) else _twin_figures(_at_speed(model, machine), setting, twin_cores)
+        at_step = fixed if math.isnan(faster) else _twin_figures(_at_speed(model, faster), setting, twin_cores)
         row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, cpu_cores(model))}
-        row["speed.machine"] = machine
+        row["speed.machine"] = faster
         for name, seen in _figures(live, setting, psutil.cpu_count() or 1).items():
             row |= {f"{name}.measured": seen, f"{name}.predicted": at_step[name], f"{name}.error": _error(at_step[name], seen)}
             if name in ("throughput", "rt_mean"):
