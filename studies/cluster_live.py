@@ -58,6 +58,7 @@ from tierlab.analysis.machine import machine
 from tierlab.analysis.profile import request_profile
 from tierlab.live import testbed
 from tierlab.live.cluster import free_port, up_cluster
+from tierlab.trace.schema import StatusCounts
 
 from claims import Criterion, Ledger, within
 from provenance import output_dir, study_parser, write_result
@@ -68,7 +69,7 @@ MAPPING = ROOT / "examples" / "tpcw_http.yaml"
 SERVERS = 4
 THINK = 0.1
 REDAL = {"slice": 0.05, "think_time": THINK, "interval": 1.0, "intervals": 5}
-POLICIES = {
+POLICIES: dict[str, dict] = {
     "round_robin": {"policy": "round_robin"},
     "affinity": {"policy": "affinity"},
     "least_active": {"policy": "least_active"},
@@ -204,7 +205,7 @@ def _wire_bytes(bed: testbed.Testbed) -> float:
     return sum(s["sync_wire_bytes_per_datagram"] * s["sync_datagrams"] for s in sent) / datagrams if datagrams else 0.0
 
 
-def _counts(requests: dict) -> dict:
+def _counts(requests: StatusCounts) -> dict:
     return {"ok": requests["ok"], "error": requests["error"], "rejected_requests": requests["rejected"]}
 
 
