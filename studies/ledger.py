@@ -29,8 +29,9 @@ PAPERS = {
         "twin",
         "capacity_repeat",
         "cpu_drift",
+        "gil_wait",
     ],
-    "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": ["cluster_dispatch", "cluster_live"],
+    "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": ["cluster_dispatch", "cluster_live", "cluster_live_redis"],
     "Chen & Gorton — contention cost model (../shared/papers/chen-gorton-contention-cost-model.txt)": ["cost_model"],
 }
 
