@@ -97,9 +97,9 @@ def _twin_figures(model: LoadedModel, setting: PoolSetting, cores: float) -> dic
 
 
 def _at_speed(model: LoadedModel, speed: float) -> LoadedModel:
-    """`model` with every CPU station of every tier at `speed`."""
+    """`model` with every CPU station of every tier `speed` times as fast."""
     return model.with_changes(
-        {f"tiers.{t}.stations.{n}.speed": speed for t, spec in model.spec.tiers.items() for n, st in spec.stations.items() if isinstance(st, Cpu)}
+        {f"tiers.{t}.stations.{n}.speed": st.speed * speed for t, spec in model.spec.tiers.items() for n, st in spec.stations.items() if isinstance(st, Cpu)}
     )
 
 
