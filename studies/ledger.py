@@ -31,7 +31,11 @@ PAPERS = {
         "cpu_drift",
         "gil_wait",
     ],
-    "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": ["cluster_dispatch", "cluster_live", "cluster_live_redis"],
+    "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
+        "cluster_dispatch",
+        "cluster_live",
+        "cluster_live_redis",
+    ],
     "Chen & Gorton — contention cost model (../shared/papers/chen-gorton-contention-cost-model.txt)": ["cost_model"],
 }
 
