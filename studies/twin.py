@@ -22,7 +22,7 @@ Configurations (and the mix) other than CALIBRATED's are the honest test: the la
 printed (also result.json) holds the largest errors on them and each method's sizing
 error. The criteria are the issue's targets, written here before the run (claims.json).
 
-    python studies/twin.py --quick      # SQLite, about 32 min on 2 cores (the issue asks under 20)
+    python studies/twin.py --quick      # SQLite, about 17 min on 2 cores
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
 
 The testbed is started and stopped by the study (its own folder and ports). Live runs
