@@ -302,6 +302,7 @@ impl Sim {
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
             Ev::Resume { req } => self.advance(req),
+            Ev::HandedOff { req } => self.handed_off(req),
             Ev::StationDone {
                 server,
                 station,
@@ -778,17 +779,47 @@ impl Sim {
         self.let_in(server, p);
     }
 
-    /// The waiters at the head of pool `p` whose tokens are free take them and resume.
+    /// The waiters at the head of pool `p` whose tokens are free get them and resume, at
+    /// once or after the pool's hand-off.
     fn let_in(&mut self, server: usize, p: u16) {
+        let tier = self.servers[server].tier;
         loop {
             let reqs = &self.reqs;
-            let next = self.servers[server].pools[p as usize]
-                .grant(self.now, |req, ticket| reqs[req as usize].ticket == ticket);
-            let Some(waiter) = next else { return };
+            let pool = &mut self.servers[server].pools[p as usize];
+            let Some(waiter) =
+                pool.grant(self.now, |req, ticket| reqs[req as usize].ticket == ticket)
+            else {
+                return;
+            };
             let exclusive = self.reqs[waiter as usize].waiting_exclusive;
-            self.take(waiter, p, exclusive);
-            self.events.push(self.now, Ev::Resume { req: waiter });
+            match &self.m.tiers[tier].pools[p as usize].handoff {
+                None => {
+                    self.take(waiter, p, exclusive);
+                    self.events.push(self.now, Ev::Resume { req: waiter });
+                }
+                Some(d) => {
+                    let delay = d.sample(self.rng.get(Stream::Demand));
+                    pool.promise(self.now, pool.tokens(exclusive));
+                    // Still waiting (its phase), but no longer on the ticket its
+                    // timeout was set for: a granted token is not given up.
+                    self.next_ticket += 1;
+                    self.reqs[waiter as usize].ticket = self.next_ticket;
+                    self.events
+                        .push(self.now + delay, Ev::HandedOff { req: waiter });
+                }
+            }
         }
+    }
+
+    /// The token granted to `slot` has reached it: it takes it and goes on.
+    fn handed_off(&mut self, slot: u32) {
+        let r = &self.reqs[slot as usize];
+        let (p, exclusive) = (r.waiting_pool, r.waiting_exclusive);
+        let server = r.frames.last().expect("waiting request has a frame").server as usize;
+        let pool = &mut self.servers[server].pools[p as usize];
+        pool.claim(self.now, pool.tokens(exclusive));
+        self.take(slot, p, exclusive);
+        self.advance(slot);
     }
 
     /// Start the next disk access that misses the cache; false if none is left.

@@ -115,6 +115,11 @@ pub struct Pool {
     /// retransmits; None = the request is rejected.
     #[serde(default)]
     pub retransmit: Option<Retransmit>,
+    /// Seconds a token given back takes to reach the waiter it is granted to (a
+    /// thread woken, which must run before it takes it): free, and promised, meanwhile.
+    /// None = at once.
+    #[serde(default)]
+    pub handoff: Option<Dist>,
 }
 
 /// TCP SYN retransmission: the k-th retry comes `initial · 2^(k−1)` seconds after the

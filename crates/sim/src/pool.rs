@@ -22,6 +22,9 @@ pub struct Pool {
     waiters: BinaryHeap<Waiter>,
     arrivals: u64,
     in_use: u32,
+    /// Tokens granted to a waiter that has not taken them yet (a hand-off): in use for
+    /// whoever asks, but held by no one, so not in `busy`.
+    promised: u32,
     /// Live waiters (the heap may also hold timed-out ones not yet skipped).
     queued: u32,
     pub busy: TimeAvg,
@@ -74,6 +77,7 @@ impl Pool {
             waiters: BinaryHeap::new(),
             arrivals: 0,
             in_use: 0,
+            promised: 0,
             queued: 0,
             busy: TimeAvg::default(),
             queue: TimeAvg::default(),
@@ -124,7 +128,7 @@ impl Pool {
         if self.in_use + tokens <= self.size && self.queued == 0 {
             self.in_use += tokens;
             self.acquired += 1;
-            self.busy.set(now, self.in_use as f64);
+            self.busy.set(now, self.held());
             return Acquire::Granted;
         }
         let may_wait = spec.timeout != Some(0.0) && spec.max_queue.is_none_or(|q| self.queued < q);
@@ -182,11 +186,33 @@ impl Pool {
         None
     }
 
-    /// Record the tokens in use after a release and its grants (only if they changed,
+    /// The waiter just granted `tokens` takes them only after a hand-off: until then
+    /// the tokens are free and it still waits (as a live pool's waiter is queued until it
+    /// has woken and taken its token), though nobody else may take them.
+    pub fn promise(&mut self, now: f64, tokens: u32) {
+        self.promised += tokens;
+        self.queued += 1;
+        self.queue.set(now, self.queued as f64);
+    }
+
+    /// A hand-off is over: the waiter holds its `tokens`.
+    pub fn claim(&mut self, now: f64, tokens: u32) {
+        self.promised -= tokens;
+        self.queued -= 1;
+        self.busy.set(now, self.held());
+        self.queue.set(now, self.queued as f64);
+    }
+
+    /// Tokens held by requests (granted ones still being handed off are not).
+    fn held(&self) -> f64 {
+        (self.in_use - self.promised) as f64
+    }
+
+    /// Record the tokens held after a release and its grants (only if they changed,
     /// so that a token passed straight to a waiter leaves the series untouched).
     fn settle(&mut self, now: f64) {
-        if self.in_use as f64 != self.busy.value() {
-            self.busy.set(now, self.in_use as f64);
+        if self.held() != self.busy.value() {
+            self.busy.set(now, self.held());
         }
     }
 }
@@ -205,6 +231,7 @@ mod tests {
             max_queue,
             discipline,
             retransmit: None,
+            handoff: None,
         }
     }
 

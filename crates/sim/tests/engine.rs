@@ -180,3 +180,33 @@ fn a_stop_request_ends_the_run_early_and_marks_it() {
     assert!(t.summary.interrupted);
     assert!(t.summary.simulated_until.unwrap() < 50_000.0);
 }
+
+#[test]
+fn a_hand_off_leaves_the_token_free_between_holders() {
+    // Two clients always want the one token (no think time), each holding it 1 s; a
+    // given-back token takes 0.25 s to reach the waiter. So the token cycles every
+    // 1.25 s: 0.8 requests/s, held 0.8 of the time, and each request spends
+    // 2 / 0.8 = 2.5 s in the system (Little). The waiter being handed the token still
+    // waits, beside the client that just gave it back: 2 wait for 0.25 s of each cycle,
+    // 1 for the rest, 1.2 on average. Without the hand-off: 1/s, held always, 1 waiting.
+    let mut handed = pool("one", 1, None);
+    handed["handoff"] = constant(0.25);
+    for (p, rate, queued) in [(handed, 0.8, 1.2), (pool("one", 1, None), 1.0, 1.0)] {
+        let mut m = open_model(
+            1.0,
+            tier("s", 1, json!([p]), json!([])),
+            json!([{"op": "acquire", "pool": 0}, {"op": "delay", "time": constant(1.0)},
+                   {"op": "release", "pool": 0}]),
+            1_010.0,
+        );
+        m["workload"]["population"] = json!({"kind": "closed", "clients": 2});
+        m["run"]["warmup"] = json!(10.0);
+        sessions_of(&mut m, 1e9, 0.0);
+        let s = run(&m).summary;
+        close(s.throughput, rate, 0.005);
+        let one = &s.tiers["s"].servers[0].pools["one"];
+        close(one.mean_busy, rate, 0.005);
+        close(one.mean_queued, queued, 0.005);
+        close(s.response_time.unwrap().mean, 2.0 / rate, 0.005);
+    }
+}

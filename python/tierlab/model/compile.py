@@ -80,6 +80,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                         "max_queue": s.max_queue,
                         "discipline": s.queue,
                         "retransmit": s.retransmit.model_dump() if s.retransmit else None,
+                        "handoff": dist.engine(s.handoff) if s.handoff else None,
                     }
                     for p, s in t.pools.items()
                 ],

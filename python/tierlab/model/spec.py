@@ -47,6 +47,12 @@ class Pool(Strict):
         description="CPU seconds the tier spends per acquisition from the pool (e.g. getConnection() and close() "
         "on a JDBC pool), counted as waiting for the pool; a token the request has cached costs nothing",
     )
+    handoff: Dist | None = Field(
+        None,
+        description="seconds a given-back token takes to reach the waiter it goes to (a woken thread must run "
+        "before it takes it: on a Python server, through the interpreter lock); the token is free meanwhile, "
+        "and promised: nobody else takes it. null = at once",
+    )
 
 
 class Cpu(Strict):
