@@ -188,3 +188,17 @@ def test_a_lock_held_exclusively_is_one_server(exclusive, expected):
     assert t.summary["response_time"]["mean"] == pytest.approx(expected, rel=0.04)
     lock = t.summary["tiers"]["s"]["servers"][0]["pools"]["lock"]
     assert lock["mean_busy"] / lock["size"] == pytest.approx(0.7 if exclusive else 0.7 / 5, rel=0.03)
+
+
+@pytest.mark.parametrize("handoff,rate", [(0.25, 0.8), (None, 1.0)])
+def test_a_hand_off_idles_the_token_between_holders(handoff, rate):
+    """Two clients that always want a one-token pool, each holding it 1 s: with a 0.25 s
+    hand-off the token serves one hold per 1.25 s (0.8 per second, held 0.8 of the
+    time), without one a hold per second."""
+    pool: dict = {"size": 1} | ({"handoff": {"constant": handoff}} if handoff else {})
+    program = [{"acquire": "p"}, {"delay": {"constant": 1.0}}, {"release": "p"}]
+    m = single_request_sessions(1.0, {"s": {"pools": {"p": pool}}}, {"s": program}, duration=1_010, warmup=10)
+    m["workload"] = {"population": {"clients": 2}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}}
+    t = run(m)
+    assert t.summary["throughput"] == pytest.approx(rate, rel=0.005)
+    assert t.summary["tiers"]["s"]["servers"][0]["pools"]["p"]["mean_busy"] == pytest.approx(rate, rel=0.005)
