@@ -148,3 +148,29 @@ def test_a_resize_admits_every_waiter_that_now_fits():
     for w in waiters:
         w.join()
     assert pool.busy == 3
+
+
+def test_a_freed_token_is_handed_off_until_its_waiter_takes_it():
+    """Nobody takes a free token past a waiter, so from a release until the woken waiter
+    has taken it, the token counts as handing off. The test keeps the waiter from taking
+    it for 0.2 s by holding the pool's lock (on a busy Python server the interpreter lock
+    delays a woken thread the same way); a run in which the waiter took the token before
+    the test held the lock does not set the scene and is run again."""
+    for _ in range(20):
+        pool = TokenPool("connections", 1, timeout=5, window=100.0)
+        pool.acquire()
+        waiter = threading.Thread(target=pool.acquire)
+        waiter.start()
+        while not pool.sample()["queued"]:
+            time.sleep(0.001)
+        pool.release()
+        with pool._lock:
+            scene = pool.busy == 0
+            time.sleep(0.2)
+        waiter.join()
+        handing_off = pool.windows(1)["handing_off"][0]
+        if scene:
+            break
+    assert scene, "the waiter took the token before the test could hold the pool's lock, 20 times"
+    assert handing_off >= 0.2  # token-seconds
+    assert pool.sample()["busy"] == 1 and pool._promised() == 0

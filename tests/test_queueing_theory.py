@@ -194,11 +194,14 @@ def test_a_lock_held_exclusively_is_one_server(exclusive, expected):
 def test_a_hand_off_idles_the_token_between_holders(handoff, rate):
     """Two clients that always want a one-token pool, each holding it 1 s: with a 0.25 s
     hand-off the token serves one hold per 1.25 s (0.8 per second, held 0.8 of the
-    time), without one a hold per second."""
+    time, handed off 0.2 of it: by Little's law, 0.2 / 0.8 = 0.25 s per hand-off), without
+    one a hold per second."""
     pool: dict = {"size": 1} | ({"handoff": {"constant": handoff}} if handoff else {})
     program = [{"acquire": "p"}, {"delay": {"constant": 1.0}}, {"release": "p"}]
     m = single_request_sessions(1.0, {"s": {"pools": {"p": pool}}}, {"s": program}, duration=1_010, warmup=10)
     m["workload"] = {"population": {"clients": 2}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}}
     t = run(m)
     assert t.summary["throughput"] == pytest.approx(rate, rel=0.005)
-    assert t.summary["tiers"]["s"]["servers"][0]["pools"]["p"]["mean_busy"] == pytest.approx(rate, rel=0.005)
+    p = t.summary["tiers"]["s"]["servers"][0]["pools"]["p"]
+    assert p["mean_busy"] == pytest.approx(rate, rel=0.005)
+    assert p["mean_handing_off"] == pytest.approx(0.2 if handoff else 0.0, abs=0.002)

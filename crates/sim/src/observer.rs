@@ -297,7 +297,14 @@ fn station_window(busy: &mut TimeAvg, now: f64, len: f64) -> [f64; STATION_METRI
     [busy.close_window(now, len).0]
 }
 
-const POOL_METRICS: [&str; 5] = ["busy", "busy_max", "queued", "rejected", "dropped"];
+const POOL_METRICS: [&str; 6] = [
+    "busy",
+    "busy_max",
+    "queued",
+    "rejected",
+    "dropped",
+    "handing_off",
+];
 
 fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_METRICS.len()] {
     let (busy, busy_max) = p.busy.close_window(now, len);
@@ -310,6 +317,7 @@ fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_M
         p.queue.close_window(now, len).0,
         p.rejected.take_window(),
         p.dropped.take_window(),
+        p.handing_off.close_window(now, len).0,
     ]
 }
 
@@ -396,6 +404,7 @@ fn tiers(
                                 rejected: p.rejected.total,
                                 dropped: p.dropped.total,
                                 pinned: mean(p.pinned_windows as f64, windows),
+                                mean_handing_off: per_s(p.handing_off.total_area(now)),
                             };
                             (spec.name.clone(), s)
                         })

@@ -29,6 +29,8 @@ pub struct Pool {
     queued: u32,
     pub busy: TimeAvg,
     pub queue: TimeAvg,
+    /// Tokens being handed to the waiter granted them (see `promise`).
+    pub handing_off: TimeAvg,
     /// Waiters timed out plus requests refused for lack of room to wait.
     pub rejected: Count,
     /// Connection attempts refused while the pool was full, to be retransmitted.
@@ -81,6 +83,7 @@ impl Pool {
             queued: 0,
             busy: TimeAvg::default(),
             queue: TimeAvg::default(),
+            handing_off: TimeAvg::default(),
             rejected: Count::default(),
             dropped: Count::default(),
             acquired: 0,
@@ -98,6 +101,7 @@ impl Pool {
     pub fn start_measuring(&mut self, now: f64) {
         self.busy.start_measuring(now);
         self.queue.start_measuring(now);
+        self.handing_off.start_measuring(now);
         self.rejected.total = 0;
         self.dropped.total = 0;
         self.acquired = 0;
@@ -193,6 +197,7 @@ impl Pool {
         self.promised += tokens;
         self.queued += 1;
         self.queue.set(now, self.queued as f64);
+        self.handing_off.set(now, self.promised as f64);
     }
 
     /// A hand-off is over: the waiter holds its `tokens`.
@@ -201,6 +206,7 @@ impl Pool {
         self.queued -= 1;
         self.busy.set(now, self.held());
         self.queue.set(now, self.queued as f64);
+        self.handing_off.set(now, self.promised as f64);
     }
 
     /// Tokens held by requests (granted ones still being handed off are not).

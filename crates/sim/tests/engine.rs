@@ -188,10 +188,15 @@ fn a_hand_off_leaves_the_token_free_between_holders() {
     // 1.25 s: 0.8 requests/s, held 0.8 of the time, and each request spends
     // 2 / 0.8 = 2.5 s in the system (Little). The waiter being handed the token still
     // waits, beside the client that just gave it back: 2 wait for 0.25 s of each cycle,
-    // 1 for the rest, 1.2 on average. Without the hand-off: 1/s, held always, 1 waiting.
+    // 1 for the rest, 1.2 on average; the token is being handed off 0.2 of the time.
+    // Without the hand-off: 1/s, held always, 1 waiting.
     let mut handed = pool("one", 1, None);
     handed["handoff"] = constant(0.25);
-    for (p, rate, queued) in [(handed, 0.8, 1.2), (pool("one", 1, None), 1.0, 1.0)] {
+    let cases = [
+        (handed, 0.8, 1.2, 0.2),
+        (pool("one", 1, None), 1.0, 1.0, 0.0),
+    ];
+    for (p, rate, queued, handing_off) in cases {
         let mut m = open_model(
             1.0,
             tier("s", 1, json!([p]), json!([])),
@@ -207,6 +212,7 @@ fn a_hand_off_leaves_the_token_free_between_holders() {
         let one = &s.tiers["s"].servers[0].pools["one"];
         close(one.mean_busy, rate, 0.005);
         close(one.mean_queued, queued, 0.005);
+        assert!((one.mean_handing_off - handing_off).abs() < 0.002);
         close(s.response_time.unwrap().mean, 2.0 / rate, 0.005);
     }
 }

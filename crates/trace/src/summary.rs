@@ -161,6 +161,10 @@ pub struct PoolSummary {
     pub dropped: u64,
     /// Share of the measured windows in which every token was held at some point.
     pub pinned: f64,
+    /// Time-averaged tokens free but promised to a waiter that has yet to take them
+    /// (a hand-off); by Little's law, over the waits granted per second, the seconds
+    /// a hand-off takes.
+    pub mean_handing_off: f64,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema)]

@@ -47,7 +47,8 @@ class Period:
 
 def server_series(tier: str, windows: dict, pool_names: dict[str, str], period: Period, server: int = 0) -> pd.DataFrame:
     """The tier's series: the server's concurrency, arrivals, completions and mean
-    residence per window, and per pool busy, busy_max, queued, rejected, dropped."""
+    residence per window, and per pool busy, busy_max, queued, rejected, dropped,
+    handing_off."""
 
     def _rows(tier: str, resource: str, metric: str, period: Period, values) -> pd.DataFrame:
         return pd.DataFrame(
@@ -72,6 +73,7 @@ def server_series(tier: str, windows: dict, pool_names: dict[str, str], period: 
             _rows(tier, name, "queued", period, np.asarray(w["queued"]) / length),
             _rows(tier, name, "rejected", period, w["rejected"]),
             _rows(tier, name, "dropped", period, np.zeros(period.n)),
+            _rows(tier, name, "handing_off", period, np.asarray(w["handing_off"]) / length),
         ]
     return pd.concat(frames, ignore_index=True)
 
@@ -93,6 +95,7 @@ def pool_summary(kind: PoolKind, size: int, w: dict, period: Period) -> PoolSumm
         "rejected": total("rejected"),
         "dropped": 0,
         "pinned": float(np.mean(busy_max >= size)) if len(busy_max) else 0.0,
+        "mean_handing_off": float(np.sum(np.asarray(w["handing_off"])[m]) / span) if span > 0 else 0.0,
     }
 
 

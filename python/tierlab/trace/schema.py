@@ -70,6 +70,7 @@ class PoolSummary(TypedDict):
     rejected: int
     dropped: int
     pinned: float
+    mean_handing_off: float
 
 
 @with_config(_STRICT)

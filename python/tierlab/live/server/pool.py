@@ -1,7 +1,7 @@
 """A resizable pool of tokens — worker threads or DB connections — whose waiters are
 served FIFO or by priority (cross-tier priority, CTP) and give up after a timeout.
 The live counterpart of the simulator's pools, observed the same way (per monitoring
-window: busy, busy_max, queued, rejected; docs/trace.md), written once and used for
+window: busy, busy_max, queued, rejected, handing_off; docs/trace.md), written once and used for
 both the thread and the connection pool."""
 
 from __future__ import annotations
@@ -54,11 +54,18 @@ class TokenPool:
         with self._lock:
             self._busy = Level(origin, window, self.busy)
             self._queued = Level(origin, window, len(self._waiters))
+            self._handing_off = Level(origin, window, self._promised())
             self._events = {e: Counts(origin, window) for e in EVENTS}
+
+    def _promised(self) -> int:
+        """Tokens free while requests wait: no one takes a free token past a waiter, so
+        each is being handed to one, woken and yet to take it."""
+        return max(0, min(self.size - self.busy, len(self._waiters)))
 
     def _levels(self, now: float) -> None:
         self._busy.set(now, self.busy)
         self._queued.set(now, len(self._waiters))
+        self._handing_off.set(now, self._promised())
 
     def _reject(self, now: float, reason: str, timed_out: bool) -> PoolRejected:
         self.rejected += 1
@@ -118,6 +125,7 @@ class TokenPool:
             raise ValueError(f"{self.name}: size must be ≥ 1, got {size}")
         with self._lock:
             self.size = size
+            self._levels(time.monotonic())
             self._wake_head()
 
     def sample(self) -> dict:
@@ -134,10 +142,11 @@ class TokenPool:
             }
 
     def windows(self, n: int) -> dict[str, list[float]]:
-        """The first `n` windows of the observation: busy and queued as integrals
-        (token-seconds), busy_max, and the EVENTS counts."""
+        """The first `n` windows of the observation: busy, queued and handing_off as
+        integrals (token-seconds), busy_max, and the EVENTS counts."""
         with self._lock:
             now = time.monotonic()
             busy, busy_max = self._busy.windows(now, n)
             queued, _ = self._queued.windows(now, n)
-            return {"busy": busy, "busy_max": busy_max, "queued": queued, **{e: c.windows(n) for e, c in self._events.items()}}
+            handing_off, _ = self._handing_off.windows(now, n)
+            return {"busy": busy, "busy_max": busy_max, "queued": queued, "handing_off": handing_off, **{e: c.windows(n) for e, c in self._events.items()}}
