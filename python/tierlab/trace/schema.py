@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, cast
 
 from pydantic import ConfigDict, TypeAdapter, ValidationError, with_config
-from typing_extensions import TypedDict  # pydantic validates these on Python < 3.12
+from typing_extensions import NotRequired, TypedDict  # pydantic validates these on Python < 3.12
 
 from ..errors import TraceError, field_path
 
@@ -70,7 +70,7 @@ class PoolSummary(TypedDict):
     rejected: int
     dropped: int
     pinned: float
-    mean_handing_off: float
+    mean_handing_off: NotRequired[float]  # absent from traces written before it (2026-11-26)
 
 
 @with_config(_STRICT)

@@ -8,6 +8,7 @@ split, so it does not write the monitor's series under their names."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,7 @@ class Measured:
     statements: pd.DataFrame | None  # pg_stat_statements, all traces summed
     pools: dict[str, int]  # pool name → size, from the first trace
     measured_seconds: float
+    handoff: dict[str, float]  # pool name → seconds per hand-off, all traces (Little's law); NaN if none waited
 
 
 def cpu_cores(model: LoadedModel) -> dict[str, int | None]:
@@ -45,6 +47,8 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]
         raise InputError("give at least one trace folder to calibrate from")
     tier, db_tier, pools = None, None, {}
     requests, windows, statements, seconds = [], [], [], 0.0
+    handing: defaultdict[str, float] = defaultdict(float)  # token-seconds handed off
+    granted: defaultdict[str, int] = defaultdict(int)  # waits that got their token
     for k, (name, trace) in enumerate(traces):
         t, d = _tiers(name, trace, model_tiers)
         if tier is None:
@@ -62,12 +66,17 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]
         if trace.statements is not None:
             statements.append(trace.statements)
         seconds += s["measured_seconds"]
+        for p, v in s["tiers"][t]["servers"][0]["pools"].items():
+            if "mean_handing_off" in v:  # a trace written before it has none
+                handing[p] += v["mean_handing_off"] * s["measured_seconds"]
+                granted[p] += v["waited"] - v["timed_out"]
     assert tier is not None
     req = pd.concat(requests, ignore_index=True)
     if len(req) < 20:
         raise InputError(f"only {len(req)} served requests in the traces; calibrate from a longer run (20 or more)")
     stm = pd.concat(statements).groupby("query", as_index=False)[["calls", "total_time", "rows"]].sum() if statements else None
-    return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds)
+    handoff = {p: handing[p] / granted[p] if granted[p] else float("nan") for p in pools}  # NaN: no wait seen
+    return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds, handoff)
 
 
 def _tiers(name: str, trace: Trace, model_tiers: dict[str, int | None]) -> tuple[str, str | None]:
