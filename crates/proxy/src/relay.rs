@@ -198,8 +198,7 @@ pub async fn handle(
                 ));
             }
         };
-        let (mut rparts, rbody) = resp.into_parts();
-        hop::strip(&mut rparts.headers);
+        let (mut rparts, rbody) = resp.into_parts(); // hop-by-hop fields left out already
         match state.classify.cookie_mode() {
             CookieMode::Insert if key.cookie_home != Some(k) => {
                 let v = state.classify.insert_value(key.id, k);
