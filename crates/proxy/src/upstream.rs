@@ -205,7 +205,9 @@ fn request_head(
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let _ = write!(out, "{} {target} HTTP/1.1\r\n", req.method());
+    for part in [req.method().as_str(), " ", target, " HTTP/1.1\r\n"] {
+        out.extend_from_slice(part.as_bytes()); // not `write!`: formatting costs more
+    }
     for (k, v) in req.headers() {
         out.extend_from_slice(k.as_str().as_bytes());
         out.extend_from_slice(b": ");
