@@ -16,8 +16,9 @@ pub fn is_hop(name: &HeaderName) -> bool {
 /// Remove the fields one `Connection` value names.
 pub fn remove_named(headers: &mut HeaderMap, connection: &str) {
     for t in connection.split(',').map(str::trim) {
-        // The usual values name no other field; skip parsing them as names.
-        if t.eq_ignore_ascii_case("keep-alive") || t.eq_ignore_ascii_case("close") {
+        // The usual value (nginx sends it on every response), whose field `is_hop`
+        // covers: not parsed as a name.
+        if t.eq_ignore_ascii_case("keep-alive") {
             continue;
         }
         if let Ok(n) = HeaderName::from_bytes(t.as_bytes()) {
