@@ -72,6 +72,22 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
+def start_haproxy(d: Path, backends: tuple[int, int], wrap: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int]:
+    """HAProxy (its config in the folder `d`) and the free port it listens on; `wrap`: a
+    command to run it under (valgrind)."""
+    port = free_port()
+    (d / "haproxy.cfg").write_text(HAPROXY_CONF.format(port=port, p1=backends[0], p2=backends[1]))
+    return subprocess.Popen([*wrap, "haproxy", "-db", "-f", str(d / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port
+
+
+def start_ours(d: Path, name: str, binary: Path, policy: dict, backends: tuple[int, int], wrap: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int]:
+    """Our proxy on one thread with `policy`, as `start_haproxy` starts HAProxy."""
+    port = free_port()
+    conf = {"listen": f"127.0.0.1:{port}", "backends": [f"127.0.0.1:{b}" for b in backends], "policy": policy, "session": {"mode": "none"}}
+    (d / f"{name}.json").write_text(json.dumps(conf))
+    return subprocess.Popen([*wrap, str(binary), str(d / f"{name}.json"), "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port
+
+
 WRK_SCRIPT = """
 local sessions = {sessions}
 request = function()
@@ -121,16 +137,13 @@ def main() -> None:
         d = Path(prefix)
         try:
             procs.append(start_nginx(prefix, [p1, p2]))
-            port = free_port()
-            (d / "haproxy.cfg").write_text(HAPROXY_CONF.format(port=port, p1=p1, p2=p2))
-            procs.append(subprocess.Popen(["haproxy", "-db", "-f", str(d / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            targets["haproxy"] = (port, procs[-1].pid)
+            proc, port = start_haproxy(d, (p1, p2))
+            procs.append(proc)
+            targets["haproxy"] = (port, proc.pid)
             for name, policy in POLICIES.items():
-                port = free_port()
-                conf = {"listen": f"127.0.0.1:{port}", "backends": [f"127.0.0.1:{p1}", f"127.0.0.1:{p2}"], "policy": policy, "session": {"mode": "none"}}
-                (d / f"{name}.json").write_text(json.dumps(conf))
-                procs.append(subprocess.Popen([str(binary), str(d / f"{name}.json"), "--threads", "1"], stderr=subprocess.DEVNULL))
-                targets[f"ours_{name}"] = (port, procs[-1].pid)
+                proc, port = start_ours(d, name, binary, policy, (p1, p2))
+                procs.append(proc)
+                targets[f"ours_{name}"] = (port, proc.pid)
             for port, _ in targets.values():
                 wait_for(port)
             script = None

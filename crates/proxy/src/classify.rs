@@ -130,8 +130,10 @@ impl Classifier {
     /// The load generator's request id (`X-Tierlab-Request`), by which the live
     /// trace joins a decision to the client's record of the request.
     pub fn request_id(headers: &HeaderMap) -> Option<u64> {
+        // A constant name: looking a `&str` up parses it first, once per request.
+        const REQUEST_ID: HeaderName = HeaderName::from_static("x-tierlab-request");
         headers
-            .get("x-tierlab-request")
+            .get(REQUEST_ID)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse().ok())
     }

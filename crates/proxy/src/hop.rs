@@ -1,44 +1,43 @@
 //! Hop-by-hop header fields (RFC 9110 §7.6.1): meaningful for one connection only, so
 //! a proxy removes them before forwarding — `Connection` and every field it names,
 //! plus Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade and the Proxy-* fields.
-//! Framing is then hyper's job on each side (Content-Length or chunked).
+//! Framing is then rebuilt on each side (Content-Length or chunked).
 
 use hyper::header::{HeaderMap, HeaderName, CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE};
 
-const FIXED: [&str; 2] = ["keep-alive", "proxy-connection"];
+/// Hop-by-hop whatever `Connection` names.
+pub fn is_hop(name: &HeaderName) -> bool {
+    [CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE].contains(name) || {
+        let s = name.as_str();
+        s == "keep-alive" || s.starts_with("proxy-")
+    }
+}
 
-pub fn strip(headers: &mut HeaderMap) {
-    if headers.contains_key(CONNECTION) {
-        strip_named(headers);
-    }
-    for n in [CONNECTION, TE, TRAILER, TRANSFER_ENCODING, UPGRADE] {
-        headers.remove(n);
-    }
-    for n in FIXED {
-        headers.remove(n);
-    }
-    if headers.keys().any(|k| k.as_str().starts_with("proxy-")) {
-        let proxy: Vec<HeaderName> = headers
-            .keys()
-            .filter(|k| k.as_str().starts_with("proxy-"))
-            .cloned()
-            .collect();
-        for n in proxy {
+/// Remove the fields one `Connection` value names.
+pub fn remove_named(headers: &mut HeaderMap, connection: &str) {
+    for t in connection.split(',').map(str::trim) {
+        // The usual value (nginx sends it on every response), whose field `is_hop`
+        // covers: not parsed as a name.
+        if t.eq_ignore_ascii_case("keep-alive") {
+            continue;
+        }
+        if let Ok(n) = HeaderName::from_bytes(t.as_bytes()) {
             headers.remove(n);
         }
     }
 }
 
-/// The fields `Connection` names.
-fn strip_named(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|t| HeaderName::from_bytes(t.trim().as_bytes()).ok())
-        .collect();
-    for n in named {
+pub fn strip(headers: &mut HeaderMap) {
+    // Most messages carry none: one pass over the names, where each removal would hash.
+    if !headers.keys().any(is_hop) {
+        return;
+    }
+    let connection: Vec<_> = headers.get_all(CONNECTION).iter().cloned().collect();
+    for v in connection.iter().filter_map(|v| v.to_str().ok()) {
+        remove_named(headers, v);
+    }
+    let fixed: Vec<HeaderName> = headers.keys().filter(|k| is_hop(k)).cloned().collect();
+    for n in fixed {
         headers.remove(n);
     }
 }

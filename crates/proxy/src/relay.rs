@@ -43,6 +43,15 @@ impl State {
     }
 }
 
+/// Resume once every other ready task has run and the driver has been polled (tokio
+/// wakes deferred tasks last). Awaited before each write of a relayed message, so the
+/// proxy reads all ready connections first and then writes in a burst, as HAProxy's
+/// event loop does: nginx and the client wake once per burst rather than once per
+/// message, for two more polls of the connection's task (crates/proxy/README.md).
+async fn after_reads() {
+    tokio::task::yield_now().await;
+}
+
 fn plain(status: StatusCode, text: &'static str) -> Response<RelayBody> {
     let mut r = Response::new(RelayBody::Full(Full::new(Bytes::from_static(
         text.as_bytes(),
@@ -143,6 +152,7 @@ pub async fn handle(
         let mut lease = lease;
         let k = lease.placement.server;
         let up = &state.upstreams[k];
+        after_reads().await;
         let sent = up.send(req, state.backend_timeout).await;
         if !matches!(sent, Err(Failure::Refused(_))) {
             lease.reached();
@@ -198,8 +208,7 @@ pub async fn handle(
                 ));
             }
         };
-        let (mut rparts, rbody) = resp.into_parts();
-        hop::strip(&mut rparts.headers);
+        let (mut rparts, rbody) = resp.into_parts(); // hop-by-hop fields left out already
         match state.classify.cookie_mode() {
             CookieMode::Insert if key.cookie_home != Some(k) => {
                 let v = state.classify.insert_value(key.id, k);
@@ -230,6 +239,7 @@ pub async fn handle(
                 record,
             }),
         };
+        after_reads().await;
         return Ok(Response::from_parts(rparts, body));
     }
 }

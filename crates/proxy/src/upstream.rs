@@ -29,6 +29,7 @@ use tokio::time::{Instant, Sleep};
 use tokio_util::io::poll_read_buf;
 
 use crate::body::ClientBody;
+use crate::hop;
 
 /// Response header fields beyond this many: the response is refused (502).
 const MAX_HEADERS: usize = 100;
@@ -204,7 +205,9 @@ fn request_head(
 ) -> Vec<u8> {
     let mut out = Vec::with_capacity(512);
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    let _ = write!(out, "{} {target} HTTP/1.1\r\n", req.method());
+    for part in [req.method().as_str(), " ", target, " HTTP/1.1\r\n"] {
+        out.extend_from_slice(part.as_bytes()); // not `write!`: formatting costs more
+    }
     for (k, v) in req.headers() {
         out.extend_from_slice(k.as_str().as_bytes());
         out.extend_from_slice(b": ");
@@ -300,8 +303,8 @@ async fn read_head(io: &mut Io, head_request: bool) -> Option<(Response<()>, Len
     }
 }
 
-/// The response parts, its body's delimitation and whether the connection stays
-/// open; Some(None) for an interim 1xx response.
+/// The response parts (without hop-by-hop fields), its body's delimitation and
+/// whether the connection stays open; Some(None) for an interim 1xx response.
 #[allow(clippy::type_complexity)]
 fn build(
     r: &httparse::Response<'_, '_>,
@@ -339,7 +342,17 @@ fn build(
                 has("close")
             };
         }
-        headers.append(name, value);
+        if !hop::is_hop(&name) {
+            headers.append(name, value);
+        }
+    }
+    // What `Connection` names is hop-by-hop too, wherever it came in the head.
+    for h in r
+        .headers
+        .iter()
+        .filter(|h| h.name.eq_ignore_ascii_case("connection"))
+    {
+        hop::remove_named(&mut headers, std::str::from_utf8(h.value).unwrap_or(""));
     }
     let no_body =
         head_request || status == StatusCode::NO_CONTENT || status == StatusCode::NOT_MODIFIED;

@@ -50,6 +50,26 @@ async fn head_responses_have_no_body_and_keep_the_connection() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hop_by_hop_response_fields_stay_behind() {
+    let b = backend_raw_keepalive(
+        b"HTTP/1.1 200 OK\r\nX-Secret: 1\r\nConnection: x-secret, keep-alive\r\nKeep-Alive: timeout=5\r\nProxy-Foo: a\r\nX-Kept: 2\r\nContent-Length: 2\r\n\r\nok",
+    )
+    .await;
+    let p = start(&[b.addr], json!({"policy": "round_robin"}), json!({})).await;
+    let mut c = Client::connect(p.addr).await;
+    for _ in 0..2 {
+        let r = c.get("/", &[]).await;
+        assert_eq!((r.status, r.body.as_str()), (200, "ok"));
+        assert_eq!(r.headers["x-kept"], "2");
+        for gone in ["x-secret", "connection", "keep-alive", "proxy-foo"] {
+            assert!(!r.headers.contains_key(gone), "{gone}: {:?}", r.headers);
+        }
+    }
+    assert_eq!(b.seen.connections.load(Ordering::SeqCst), 1);
+    p.shutdown().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chunked_responses_reuse_the_backend_connection() {
     let b = backend_raw_keepalive(
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
