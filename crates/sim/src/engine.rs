@@ -245,7 +245,12 @@ impl Sim {
                 ));
             }
             self.now = t;
-            self.handle(ev);
+            // Most events resume a request (a delay's end, a granted waiter): straight
+            // to its program.
+            match ev {
+                Ev::Resume { req } => self.advance(req),
+                ev => self.handle(ev),
+            }
             self.events_done += 1;
             if self.events_done & 0x3fff == 0 && !tick(self.now / duration) {
                 interrupted = true;
@@ -301,7 +306,7 @@ impl Sim {
             Ev::BurstSwitch => self.burst_switch(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
-            Ev::Resume { req } => self.advance(req),
+            Ev::Resume { .. } => unreachable!("the run loop resumes requests itself"),
             Ev::StationDone {
                 server,
                 station,
@@ -787,7 +792,7 @@ impl Sim {
             let Some(waiter) = next else { return };
             let exclusive = self.reqs[waiter as usize].waiting_exclusive;
             self.take(waiter, p, exclusive);
-            self.events.push(self.now, Ev::Resume { req: waiter });
+            self.events.resume_now(waiter);
         }
     }
 

@@ -1,7 +1,9 @@
 //! The future-event list: a binary heap ordered by (time, insertion order), so that
 //! simultaneous events run in the order they were scheduled — deterministic by design.
-//! Events for the current instant (a granted waiter resuming) skip the heap: they queue
-//! in a FIFO that is merged with the heap by the same key, so the order is unchanged.
+//! Events for the current instant skip the heap: they queue in a FIFO that is merged
+//! with the heap by the same key, so the order is unchanged. A granted waiter resuming
+//! when nothing else is due at this instant (the usual case) skips both: it waits in a
+//! lane of request slots that goes before either.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -80,6 +82,9 @@ pub struct EventQueue {
     now: VecDeque<Entry>,
     now_bits: u64,
     seq: u64,
+    /// Requests resuming at `now_bits`, in order, ahead of `now` and the heap: each
+    /// joined when both held nothing for this instant, so it would have been next anyway.
+    ready: VecDeque<u32>,
 }
 
 impl EventQueue {
@@ -101,7 +106,21 @@ impl EventQueue {
         }
     }
 
+    /// Resume request `req` at the current instant (the time of the last event popped),
+    /// in the order `push` would give it; the lane is cheaper to go through than the FIFO.
+    pub fn resume_now(&mut self, req: u32) {
+        let due_now = |e: &Entry| (e.key >> 64) as u64 == self.now_bits;
+        if self.now.is_empty() && !self.heap.peek().is_some_and(due_now) {
+            self.ready.push_back(req);
+        } else {
+            self.push(f64::from_bits(self.now_bits), Ev::Resume { req });
+        }
+    }
+
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
+        if let Some(req) = self.ready.pop_front() {
+            return Some((f64::from_bits(self.now_bits), Ev::Resume { req }));
+        }
         if let Some(first) = self.now.front() {
             if self.heap.peek().is_none_or(|h| first.key < h.key) {
                 return self.now.pop_front().map(|e| (e.time(), e.ev));
@@ -163,6 +182,43 @@ mod tests {
         q.push(1.0, Ev::Resume { req: 1 });
         q.push(2.0, Ev::Warmup);
         assert_eq!((q.now.len(), q.heap.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_request_resumed_now_keeps_the_order_push_would_give_it() {
+        let mut q = EventQueue::default();
+        q.push(1.0, Ev::Window);
+        q.push(1.0, Ev::Warmup);
+        q.push(2.0, Ev::BurstSwitch);
+        q.pop();
+        // The heap still holds an event at 1.0, pushed earlier: the request goes after it.
+        q.resume_now(1);
+        assert_eq!((q.ready.len(), q.now.len()), (0, 1));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at1 = |ev| (1.0, ev);
+        assert_eq!(
+            order[..2],
+            [at1(Ev::Warmup), at1(Ev::Resume { req: 1 })],
+            "after the earlier event"
+        );
+        // At 2.0 nothing else is due: the lane, ahead of what is pushed for 2.0 after it
+        // (and a request resumed after that goes behind it, in the FIFO).
+        q.push(3.0, Ev::Window);
+        q.resume_now(2);
+        q.push(2.0, Ev::Warmup);
+        q.resume_now(3);
+        assert_eq!((q.ready.len(), q.now.len()), (1, 2));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at2 = |ev| (2.0, ev);
+        assert_eq!(
+            order,
+            [
+                at2(Ev::Resume { req: 2 }),
+                at2(Ev::Warmup),
+                at2(Ev::Resume { req: 3 }),
+                (3.0, Ev::Window)
+            ]
+        );
     }
 
     #[test]
