@@ -175,7 +175,7 @@ impl Sim {
         };
         let thread_mask = mask(PoolKind::Threads);
         let conn_mask = mask(PoolKind::Connections);
-        let clusters = m
+        let clusters: Vec<Cluster> = m
             .tiers
             .iter()
             .enumerate()
@@ -184,7 +184,13 @@ impl Sim {
             })
             .collect();
         let links = m.links.iter().map(|_| Ps::new(1, 1.0, vec![])).collect();
-        let sessions = Sessions::new(&m.workload, m.tiers.len());
+        // Without a tier that reads them, sessions keep no homes.
+        let homes = m
+            .tiers
+            .iter()
+            .zip(&clusters)
+            .any(|(t, c)| c.reads_homes(t.stateful));
+        let sessions = Sessions::new(&m.workload, if homes { m.tiers.len() } else { 0 });
         let obs = Observer::new(&m);
         Sim {
             rng: Streams::new(m.run.seed),
