@@ -99,8 +99,11 @@ pub struct Sim {
     pub(crate) events: EventQueue,
     pub(crate) rng: Streams,
     dists: Vec<Dist>,
-    /// programs[type * tiers + tier]
-    programs: Vec<Option<Vec<Instr>>>,
+    /// Every program, one after another, each closed by an `End`: a visit's `pc` points
+    /// into it (jumps are absolute), so a step is one index, not a program lookup.
+    code: Vec<Instr>,
+    /// Where the program of each (type, tier) starts in `code`: entry[type * tiers + tier].
+    entry: Vec<Option<u32>>,
     pub(crate) servers: Vec<Server>,
     pub(crate) tier_first_server: Vec<usize>,
     thread_mask: Vec<u64>,
@@ -122,13 +125,14 @@ pub struct Sim {
 impl Sim {
     pub fn new(m: Model) -> Sim {
         let mut dists = Vec::new();
-        let mut programs = Vec::new();
+        let (mut code, mut entry) = (Vec::new(), Vec::new());
         for ty in &m.types {
             for p in &ty.programs {
-                programs.push(p.as_ref().map(|steps| {
-                    let mut out = Vec::new();
-                    flatten(steps, &mut dists, &mut out);
-                    out
+                entry.push(p.as_ref().map(|steps| {
+                    let start = code.len() as u32;
+                    flatten(steps, &mut dists, &mut code);
+                    code.push(Instr::End);
+                    start
                 }));
             }
         }
@@ -199,7 +203,8 @@ impl Sim {
             now: 0.0,
             events: EventQueue::default(),
             dists,
-            programs,
+            code,
+            entry,
             servers,
             tier_first_server,
             thread_mask,
@@ -419,12 +424,14 @@ impl Sim {
             acc.visits += 1;
         }
         let loop_base = r.loops.len() as u32;
+        let pc =
+            self.entry[r.ty as usize * self.m.tiers.len() + tier].expect("checked: program exists");
         r.frames.push(Frame {
             tier: tier as u16,
             server: server as u32,
             dispatcher,
             remote,
-            pc: 0,
+            pc,
             loop_base,
             held: 0,
             idle: 0,
@@ -474,19 +481,16 @@ impl Sim {
             let r = &mut self.reqs[slot as usize];
             let Some(f) = r.frames.last_mut() else { return };
             let (tier, server) = (f.tier as usize, f.server as usize);
-            let prog = self.programs[r.ty as usize * self.m.tiers.len() + tier]
-                .as_ref()
-                .expect("checked: program exists");
-            let Some(&ins) = prog.get(f.pc as usize) else {
-                self.leave_tier(slot);
-                if self.reqs[slot as usize].frames.is_empty() {
-                    self.finish_request(slot, Status::Ok);
-                    return;
-                }
-                continue;
-            };
+            let ins = self.code[f.pc as usize];
             f.pc += 1;
             match ins {
+                Instr::End => {
+                    self.leave_tier(slot);
+                    if self.reqs[slot as usize].frames.is_empty() {
+                        self.finish_request(slot, Status::Ok);
+                        return;
+                    }
+                }
                 Instr::Opening { pool, end } => {
                     if f.held & (1 << pool) != 0 {
                         f.pc = end;
