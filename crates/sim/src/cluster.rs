@@ -81,6 +81,12 @@ impl Cluster {
         self.shares
     }
 
+    /// Whether the sessions' homes on this tier are ever read: on a stateful tier, or
+    /// by a dispatcher with a choice (affinity).
+    pub(crate) fn reads_homes(&self, stateful: bool) -> bool {
+        stateful || !self.single
+    }
+
     pub(crate) fn summary(&self) -> DispatchSummary {
         DispatchSummary {
             dispatchers: self.dispatchers.len() as u64,
@@ -166,8 +172,8 @@ impl Sim {
         let local = self.clusters[tier].blocks[d].start + k;
         let session = self.reqs[slot as usize].session;
         let mut remote = false;
-        if self.m.tiers[tier].stateful {
-            let c = &mut self.clusters[tier];
+        let (stateful, c) = (self.m.tiers[tier].stateful, &mut self.clusters[tier]);
+        if stateful {
             match self.sessions.home(session, tier) {
                 None => c.created += self.obs.measuring as u64,
                 Some(h) if h != local => {
@@ -177,7 +183,9 @@ impl Sim {
                 Some(_) => {}
             }
         }
-        self.sessions.set_home(session, tier, local);
+        if c.reads_homes(stateful) {
+            self.sessions.set_home(session, tier, local);
+        }
         self.enter_tier(
             slot,
             tier,

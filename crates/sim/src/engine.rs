@@ -99,8 +99,11 @@ pub struct Sim {
     pub(crate) events: EventQueue,
     pub(crate) rng: Streams,
     dists: Vec<Dist>,
-    /// programs[type * tiers + tier]
-    programs: Vec<Option<Vec<Instr>>>,
+    /// Every program, one after another, each closed by an `End`: a visit's `pc` points
+    /// into it (jumps are absolute), so a step is one index, not a program lookup.
+    code: Vec<Instr>,
+    /// Where the program of each (type, tier) starts in `code`: entry[type * tiers + tier].
+    entry: Vec<Option<u32>>,
     pub(crate) servers: Vec<Server>,
     pub(crate) tier_first_server: Vec<usize>,
     thread_mask: Vec<u64>,
@@ -122,13 +125,14 @@ pub struct Sim {
 impl Sim {
     pub fn new(m: Model) -> Sim {
         let mut dists = Vec::new();
-        let mut programs = Vec::new();
+        let (mut code, mut entry) = (Vec::new(), Vec::new());
         for ty in &m.types {
             for p in &ty.programs {
-                programs.push(p.as_ref().map(|steps| {
-                    let mut out = Vec::new();
-                    flatten(steps, &mut dists, &mut out);
-                    out
+                entry.push(p.as_ref().map(|steps| {
+                    let start = code.len() as u32;
+                    flatten(steps, &mut dists, &mut code);
+                    code.push(Instr::End);
+                    start
                 }));
             }
         }
@@ -175,7 +179,7 @@ impl Sim {
         };
         let thread_mask = mask(PoolKind::Threads);
         let conn_mask = mask(PoolKind::Connections);
-        let clusters = m
+        let clusters: Vec<Cluster> = m
             .tiers
             .iter()
             .enumerate()
@@ -184,7 +188,13 @@ impl Sim {
             })
             .collect();
         let links = m.links.iter().map(|_| Ps::new(1, 1.0, vec![])).collect();
-        let sessions = Sessions::new(&m.workload, m.tiers.len());
+        // Without a tier that reads them, sessions keep no homes.
+        let homes = m
+            .tiers
+            .iter()
+            .zip(&clusters)
+            .any(|(t, c)| c.reads_homes(t.stateful));
+        let sessions = Sessions::new(&m.workload, if homes { m.tiers.len() } else { 0 });
         let obs = Observer::new(&m);
         Sim {
             rng: Streams::new(m.run.seed),
@@ -193,7 +203,8 @@ impl Sim {
             now: 0.0,
             events: EventQueue::default(),
             dists,
-            programs,
+            code,
+            entry,
             servers,
             tier_first_server,
             thread_mask,
@@ -245,7 +256,12 @@ impl Sim {
                 ));
             }
             self.now = t;
-            self.handle(ev);
+            // Most events resume a request (a delay's end, a granted waiter): straight
+            // to its program.
+            match ev {
+                Ev::Resume { req } => self.advance(req),
+                ev => self.handle(ev),
+            }
             self.events_done += 1;
             if self.events_done & 0x3fff == 0 && !tick(self.now / duration) {
                 interrupted = true;
@@ -301,7 +317,7 @@ impl Sim {
             Ev::BurstSwitch => self.burst_switch(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
-            Ev::Resume { req } => self.advance(req),
+            Ev::Resume { .. } => unreachable!("the run loop resumes requests itself"),
             Ev::HandedOff { req } => self.handed_off(req),
             Ev::StationDone {
                 server,
@@ -409,12 +425,14 @@ impl Sim {
             acc.visits += 1;
         }
         let loop_base = r.loops.len() as u32;
+        let pc =
+            self.entry[r.ty as usize * self.m.tiers.len() + tier].expect("checked: program exists");
         r.frames.push(Frame {
             tier: tier as u16,
             server: server as u32,
             dispatcher,
             remote,
-            pc: 0,
+            pc,
             loop_base,
             held: 0,
             idle: 0,
@@ -464,19 +482,16 @@ impl Sim {
             let r = &mut self.reqs[slot as usize];
             let Some(f) = r.frames.last_mut() else { return };
             let (tier, server) = (f.tier as usize, f.server as usize);
-            let prog = self.programs[r.ty as usize * self.m.tiers.len() + tier]
-                .as_ref()
-                .expect("checked: program exists");
-            let Some(&ins) = prog.get(f.pc as usize) else {
-                self.leave_tier(slot);
-                if self.reqs[slot as usize].frames.is_empty() {
-                    self.finish_request(slot, Status::Ok);
-                    return;
-                }
-                continue;
-            };
+            let ins = self.code[f.pc as usize];
             f.pc += 1;
             match ins {
+                Instr::End => {
+                    self.leave_tier(slot);
+                    if self.reqs[slot as usize].frames.is_empty() {
+                        self.finish_request(slot, Status::Ok);
+                        return;
+                    }
+                }
                 Instr::Opening { pool, end } => {
                     if f.held & (1 << pool) != 0 {
                         f.pc = end;
@@ -795,7 +810,7 @@ impl Sim {
             match &self.m.tiers[tier].pools[p as usize].handoff {
                 None => {
                     self.take(waiter, p, exclusive);
-                    self.events.push(self.now, Ev::Resume { req: waiter });
+                    self.events.resume_now(waiter);
                 }
                 Some(d) => {
                     let delay = d.sample(self.rng.get(Stream::Demand));

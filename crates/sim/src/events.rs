@@ -1,7 +1,9 @@
 //! The future-event list: a binary heap ordered by (time, insertion order), so that
 //! simultaneous events run in the order they were scheduled — deterministic by design.
-//! Events for the current instant (a granted waiter resuming) skip the heap: they queue
-//! in a FIFO that is merged with the heap by the same key, so the order is unchanged.
+//! Events for the current instant skip the heap: they queue in a FIFO that is merged
+//! with the heap by the same key, so the order is unchanged. A granted waiter resuming
+//! when nothing else is due at this instant (the usual case) skips both: it waits in a
+//! lane of request slots that goes before either.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -50,7 +52,7 @@ pub enum Ev {
 /// a float comparison and a tie-break on the hottest path of the engine. Keys are
 /// unique (the insertion order is in them), so equality is never a question the heap
 /// asks: `Eq` is derived only because `Ord` requires it.
-#[derive(PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct Entry {
     key: u128,
     ev: Ev,
@@ -77,12 +79,19 @@ impl Ord for Entry {
 #[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
+    /// The heap's top was returned by `pop` but is still in place: the next event for
+    /// the heap takes its place (one sift down, where removing it then adding the new
+    /// one sift twice and once), and anything else that reads the heap removes it first.
+    taken: bool,
     /// Events at `now_bits` (the time of the last event popped), in insertion order.
     /// Each one is later than any event of the heap at that time (pushed before it)
     /// and earlier than any later time, so `pop` takes the lesser of the two fronts.
     now: VecDeque<Entry>,
     now_bits: u64,
     seq: u64,
+    /// Requests resuming at `now_bits`, in order, ahead of `now` and the heap: each
+    /// joined when both held nothing for this instant, so it would have been next anyway.
+    ready: VecDeque<u32>,
 }
 
 impl EventQueue {
@@ -99,18 +108,49 @@ impl EventQueue {
         };
         if bits == self.now_bits {
             self.now.push_back(e);
+        } else if self.taken {
+            self.taken = false;
+            *self.heap.peek_mut().expect("the taken top is in place") = e;
         } else {
             self.heap.push(e);
         }
     }
 
+    /// Remove the top `pop` returned, if still in place.
+    fn settle(&mut self) {
+        if self.taken {
+            self.taken = false;
+            self.heap.pop();
+        }
+    }
+
+    /// Resume request `req` at the current instant (the time of the last event popped),
+    /// in the order `push` would give it; the lane is cheaper to go through than the FIFO.
+    pub fn resume_now(&mut self, req: u32) {
+        let due_now = |e: &Entry| (e.key >> 64) as u64 == self.now_bits;
+        // The earliest event of the heap: its top, or under a taken top one of its
+        // children.
+        let (skip, take) = if self.taken { (1, 2) } else { (0, 1) };
+        let mut earliest = self.heap.as_slice().iter().skip(skip).take(take);
+        if self.now.is_empty() && !earliest.any(due_now) {
+            self.ready.push_back(req);
+        } else {
+            self.push(f64::from_bits(self.now_bits), Ev::Resume { req });
+        }
+    }
+
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
+        if let Some(req) = self.ready.pop_front() {
+            return Some((f64::from_bits(self.now_bits), Ev::Resume { req }));
+        }
+        self.settle();
         if let Some(first) = self.now.front() {
             if self.heap.peek().is_none_or(|h| first.key < h.key) {
                 return self.now.pop_front().map(|e| (e.time(), e.ev));
             }
         }
-        let e = self.heap.pop()?;
+        let e = *self.heap.peek()?;
+        self.taken = true;
         self.now_bits = (e.key >> 64) as u64;
         Some((e.time(), e.ev))
     }
@@ -166,6 +206,77 @@ mod tests {
         q.push(1.0, Ev::Resume { req: 1 });
         q.push(2.0, Ev::Warmup);
         assert_eq!((q.now.len(), q.heap.len()), (1, 1));
+    }
+
+    #[test]
+    fn a_request_resumed_now_keeps_the_order_push_would_give_it() {
+        let mut q = EventQueue::default();
+        q.push(1.0, Ev::Window);
+        q.push(2.0, Ev::BurstSwitch);
+        q.push(1.0, Ev::Warmup);
+        q.pop();
+        // The heap still holds an event at 1.0, pushed earlier (the second child of the
+        // top just taken): the request goes after it.
+        q.resume_now(1);
+        assert_eq!((q.ready.len(), q.now.len()), (0, 1));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at1 = |ev| (1.0, ev);
+        assert_eq!(
+            order[..2],
+            [at1(Ev::Warmup), at1(Ev::Resume { req: 1 })],
+            "after the earlier event"
+        );
+        // At 2.0 nothing else is due: the lane, ahead of what is pushed for 2.0 after it
+        // (and a request resumed after that goes behind it, in the FIFO).
+        q.push(3.0, Ev::Window);
+        q.resume_now(2);
+        q.push(2.0, Ev::Warmup);
+        q.resume_now(3);
+        assert_eq!((q.ready.len(), q.now.len()), (1, 2));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at2 = |ev| (2.0, ev);
+        assert_eq!(
+            order,
+            [
+                at2(Ev::Resume { req: 2 }),
+                at2(Ev::Warmup),
+                at2(Ev::Resume { req: 3 }),
+                (3.0, Ev::Window)
+            ]
+        );
+    }
+
+    #[test]
+    fn pops_in_time_then_insertion_order_whatever_the_mix_of_pushes_and_pops() {
+        // Against a plain list searched for its least (time, order): times on a coarse
+        // grid so that many tie, some at the current instant, requests resumed at once.
+        let (mut q, mut list, mut order) = (EventQueue::default(), Vec::new(), 0u32);
+        let (mut x, mut now) = (12345u64, 0.0);
+        for _ in 0..5000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let r = (x >> 33) % 8;
+            if r < 3 {
+                let time = now + (r as f64) * 0.5;
+                q.push(time, Ev::Resume { req: order });
+                list.push((time, order));
+            } else if r == 3 {
+                q.resume_now(order);
+                list.push((now, order));
+            } else {
+                let least = (0..list.len()).min_by(|&i, &j| {
+                    let (a, b) = (list[i], list[j]);
+                    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                });
+                let want = least.map(|i| list.remove(i));
+                let got = q.pop();
+                assert_eq!(got, want.map(|(t, req)| (t, Ev::Resume { req })));
+                now = got.map_or(now, |(t, _)| t);
+                continue;
+            }
+            order += 1;
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! order, so a writer at the head holds back the readers behind it.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 use crate::model::{Discipline, Pool as Spec};
 use crate::timeavg::TimeAvg;
@@ -16,16 +16,45 @@ use crate::timeavg::TimeAvg;
 /// so that the max-heap yields the lowest priority value, then the earliest arrival.
 type Waiter = (Reverse<i32>, Reverse<u64>, u32, u64, u32);
 
+/// The waiters in serving order: a FIFO pool's in a plain queue (its order is the
+/// arrival order, kept without a heap's sifts), a priority pool's in a heap.
+enum Waiters {
+    Fifo(VecDeque<Waiter>),
+    Priority(BinaryHeap<Waiter>),
+}
+
+impl Waiters {
+    fn push(&mut self, w: Waiter) {
+        match self {
+            Waiters::Fifo(q) => q.push_back(w),
+            Waiters::Priority(h) => h.push(w),
+        }
+    }
+
+    fn head(&self) -> Option<&Waiter> {
+        match self {
+            Waiters::Fifo(q) => q.front(),
+            Waiters::Priority(h) => h.peek(),
+        }
+    }
+
+    fn pop(&mut self) {
+        match self {
+            Waiters::Fifo(q) => q.pop_front(),
+            Waiters::Priority(h) => h.pop(),
+        };
+    }
+}
+
 pub struct Pool {
     size: u32,
-    fifo: bool,
-    waiters: BinaryHeap<Waiter>,
+    waiters: Waiters,
     arrivals: u64,
     in_use: u32,
     /// Tokens granted to a waiter that has not taken them yet (a hand-off): in use for
     /// whoever asks, but held by no one, so not in `busy`.
     promised: u32,
-    /// Live waiters (the heap may also hold timed-out ones not yet skipped).
+    /// Live waiters (`waiters` may also hold timed-out ones not yet skipped).
     queued: u32,
     pub busy: TimeAvg,
     pub queue: TimeAvg,
@@ -75,8 +104,10 @@ impl Pool {
     pub fn new(spec: &Spec) -> Self {
         Pool {
             size: spec.size,
-            fifo: spec.discipline == Discipline::Fifo,
-            waiters: BinaryHeap::new(),
+            waiters: match spec.discipline {
+                Discipline::Fifo => Waiters::Fifo(VecDeque::new()),
+                Discipline::Priority => Waiters::Priority(BinaryHeap::new()),
+            },
             arrivals: 0,
             in_use: 0,
             promised: 0,
@@ -140,9 +171,13 @@ impl Pool {
             return Acquire::Full;
         }
         self.arrivals += 1;
-        let prio = if self.fifo { 0 } else { priority };
-        self.waiters
-            .push((Reverse(prio), Reverse(self.arrivals), req, ticket, tokens));
+        self.waiters.push((
+            Reverse(priority),
+            Reverse(self.arrivals),
+            req,
+            ticket,
+            tokens,
+        ));
         self.queued += 1;
         self.waited += 1;
         self.queue.set(now, self.queued as f64);
@@ -169,7 +204,7 @@ impl Pool {
     pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
         // Full (as after a token passed straight on): nobody fits, whoever waits.
         while self.in_use < self.size {
-            let Some(&(_, _, req, ticket, tokens)) = self.waiters.peek() else {
+            let Some(&(_, _, req, ticket, tokens)) = self.waiters.head() else {
                 break;
             };
             if !is_live(req, ticket) {

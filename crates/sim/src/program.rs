@@ -47,6 +47,8 @@ pub enum Instr {
     SessionBegin {
         end: u32,
     },
+    /// The program is done: the visit leaves its tier.
+    End,
 }
 
 pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {

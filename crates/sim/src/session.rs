@@ -27,6 +27,7 @@ struct Session {
 }
 
 pub struct Sessions {
+    /// Homes kept per session: one per tier, or none when no tier reads them.
     tiers: usize,
     /// Burst modulation: the phases, the current one, and the epoch that invalidates
     /// an arrival or a think time's end scheduled at the previous phase's rate.

@@ -69,9 +69,19 @@ impl Dist {
         }
     }
 
+    /// A draw. A constant (a session's usual weight of 1, a fixed time) is read where
+    /// it is used, without a call: the random kinds' code is too large to inline.
+    #[inline]
     pub fn sample(&self, rng: &mut Pcg64Mcg) -> f64 {
         match self {
             Dist::Constant { value } => *value,
+            _ => self.draw(rng),
+        }
+    }
+
+    fn draw(&self, rng: &mut Pcg64Mcg) -> f64 {
+        match self {
+            Dist::Constant { .. } => unreachable!("read inline by sample"),
             Dist::Exponential { mean, max } => {
                 let x: f64 = Exp1.sample(rng);
                 let x = x * mean;
