@@ -41,7 +41,9 @@ def profile(out: Path, grid: tuple[str, str, str | None], *how: str) -> float:
 
 def pilots(grid: tuple[str, str, str | None]) -> None:
     """A process of `side_by_side`: runs the grid's pilots one after another, as a
-    1-worker sweep does, once its parent closes stdin; prints the seconds they took."""
+    1-worker sweep does, once its parent closes stdin; prints the seconds they took.
+    With a record per request, as the profiling runs (most of the sweep's work) keep
+    them, though the sweep's own pilots drop them."""
     from tierlab.experiments.sizing.profiling import grid_points, served_requests
     from tierlab.experiments.sizing.runlog import RATE
     from tierlab.model import load_model
