@@ -30,6 +30,7 @@ PAPERS = {
         "capacity_repeat",
         "cpu_drift",
         "gil_wait",
+        "contention",
     ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
         "cluster_dispatch",
