@@ -8,7 +8,8 @@ for a thread and a connection (as studies/live_sizing.py):
 1. The paper's method: profiling tests over the (M, N) grid near capacity, λ(M, N) and
    its optimum (Totok & Karamcheti, §4).
 2. Calibration: two live runs at one configuration (CALIBRATED) and two loads, then
-   `twin calibrate` → twin.yaml.
+   `twin calibrate --handoff` → twin.yaml (the pools' hand-off measured in the runs
+   included: studies/contention.py).
 3. The twin route: the twin simulated at every (M, N) of the grid under the paper's
    sustainability rule (`size optimize --method twin`) and its optimum.
 4. Measurement: the live maximum sustainable session throughput at the configurations
@@ -146,7 +147,9 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
         path = out / "calibration" / f"run{k + 1}"
         runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
         traces.append(path)
-    cal = calibrate(traces, model.with_changes(at))
+    # The pools' hand-off in the twin: studies/contention.py found it idling half the
+    # connection pool wherever threads outnumber connections and wait for them.
+    cal = calibrate(traces, model.with_changes(at), handoff=True)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 

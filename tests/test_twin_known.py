@@ -129,11 +129,13 @@ def test_the_pools_hand_off_is_measured_and_reported(tmp_path):
     """A thread pool that hands a freed token to its next waiter after a known 0.3 ms
     (exponential), with 22 clients waiting: the calibration reports the hand-off by
     Little's law (tokens handed off over the waits granted per second) within 3% — about
-    4 standard errors of the mean of its ~16 000 hand-offs — and, as documented, does
-    not put it in the twin."""
+    4 standard errors of the mean of its ~16 000 hand-offs — and puts it in the twin only
+    when asked."""
     handoff = 0.0003
     model = known_model(1).with_changes({"tiers.app.pools.threads.handoff": {"exponential": handoff}})
     cal = calibrate([tierlab.simulate(model).write(tmp_path / "trace")], model)
     assert cal.handoff["threads"] == pytest.approx(handoff, rel=0.03)
     assert cal.report()["handoff"]["threads"] == cal.handoff["threads"]
     assert "handoff" not in cal.model["tiers"]["app"]["pools"]["threads"]
+    handed = calibrate([tmp_path / "trace"], model, handoff=True).model["tiers"]["app"]["pools"]["threads"]
+    assert handed["handoff"] == {"exponential": cal.handoff["threads"]}

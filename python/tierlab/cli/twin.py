@@ -24,7 +24,10 @@ def twin() -> None:
 @click.option(
     "--dist", "form", type=click.Choice(["lognormal", "empirical"]), default="lognormal", show_default=True, help="How per-request CPU demands are fitted."
 )
-def twin_calibrate(traces, model_file, out_file, clients, session_rate, form) -> None:
+@click.option(
+    "--handoff", is_flag=True, help="Give the twin's pools the hand-off measured (a freed token idle until its woken waiter takes it); reported either way."
+)
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
@@ -40,7 +43,7 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, form) ->
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
     with about(model_file):
         model = load_model(model_file)
-        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form)
+        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form, handoff)
     path = cal.write(out_file)
     out.print(demand_table(cal))
     law, cores = cal.law, cal.cores

@@ -32,7 +32,7 @@ Pools (sizes as the trace's summary records them; timeouts, queues and caching a
 model set them on the server), the workload and the run come from the model. Each
 pool's hand-off (a given-back token free until the woken waiter takes it: its
 `mean_handing_off` over the waits it granted per second, by Little's law) is reported
-beside, not put in the twin (docs/twin.md says why)."""
+beside, and put in the twin only when asked (`handoff`; docs/twin.md says why)."""
 
 from __future__ import annotations
 
@@ -114,8 +114,10 @@ def _records(df: pd.DataFrame) -> dict:
     return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
-def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal") -> Calibration:
-    """The twin of the system the traces measured, run from `model`."""
+def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False) -> Calibration:
+    """The twin of the system the traces measured, run from `model`; with `handoff`, its
+    pools hand a freed token to the next waiter after the hand-off measured (an
+    exponential of its mean)."""
     base = load_model(model)
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
@@ -148,10 +150,14 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     tier["pools"] = {
         p: {k: x for k, x in v.items() if k not in UNMEASURED} | ({"size": m.pools[p]} if p in m.pools else {}) for p, v in tier.get("pools", {}).items()
     }
-    # Measured and reported, not put in the twin: on the test's live run a twin with it
-    # served 12% less than live, against 3% less without (docs/twin.md, "Limits").
+    # Not in the twin by default: on the test's live run a twin with it served 12% less
+    # than live, against 3% less without (docs/twin.md, "Limits").
+    measured_handoff = {p: h for p, h in m.handoff.items() if p in tier["pools"] and h > 0}
+    if handoff:
+        for p, h in measured_handoff.items():
+            tier["pools"][p]["handoff"] = {"exponential": h}
     notes.append(
-        "pools' hand-off (a given-back token free until the woken waiter takes it), per wait, measured but not in the twin: "
+        f"pools' hand-off (a given-back token free until the woken waiter takes it), per wait, {'in the twin' if handoff else 'measured, not in the twin'}: "
         + ", ".join(f"{p} {h * 1e6:.0f} µs" if h == h else f"{p}: none measured" for p, h in m.handoff.items())
     )
     acquire = pool_cpu(m) / cores["speed"]
