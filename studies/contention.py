@@ -40,7 +40,7 @@ connections sit free while threads wait for them ≥ 20% of the pool on average.
 table also gives each figure's correlation with the other
 two concurrencies, so the pairing that explains it best is read off, not assumed.
 
-    python studies/contention.py      # SQLite, about 8 min
+    python studies/contention.py      # SQLite, about 5 min
 
 Live timings are the machine's; the figures do not regenerate exactly."""
 
@@ -51,7 +51,7 @@ from scipy.stats import spearmanr
 
 from tierlab.analysis.machine import machine
 from tierlab.experiments.twin.classical import demand_law
-from tierlab.experiments.twin.measured import cpu_cores, measured
+from tierlab.experiments.twin.measured import cpu_cores, hand_offs, measured
 
 from claims import Criterion, Ledger
 from provenance import output_dir, study_parser, write_result
@@ -87,15 +87,14 @@ def run_figures(trace, tiers) -> dict[str, float]:
         "connections_busy": pools["db"]["mean_busy"],
         "connection_waiters": pools["db"]["mean_queued"],
         "handing_off": pools["db"]["mean_handing_off"],
-        "handoff_us": handoff_seconds(pools["db"], trace.summary["measured_seconds"]) * 1e6,
+        "handoff_us": handoff_us(pools["db"], trace.summary["measured_seconds"]),
     }
 
 
-def handoff_seconds(pool: dict, seconds: float) -> float:
-    """The mean hand-off, by Little's law: tokens being handed off over the waits
-    granted per second (NaN if none waited)."""
-    granted = pool["waited"] - pool["timed_out"]
-    return pool["mean_handing_off"] * seconds / granted if granted else float("nan")
+def handoff_us(pool, seconds: float) -> float:
+    """The mean hand-off in µs (NaN if none waited)."""
+    handed, granted = hand_offs(pool, seconds)
+    return handed / granted * 1e6 if granted else float("nan")
 
 
 def at_median_speed(table: pd.DataFrame) -> pd.DataFrame:

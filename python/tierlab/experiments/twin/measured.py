@@ -17,7 +17,7 @@ import pandas as pd
 from ...errors import InputError
 from ...model import LoadedModel
 from ...trace import Trace
-from ...trace.schema import DEMANDS
+from ...trace.schema import DEMANDS, PoolSummary
 
 DONE = "done:"  # a window's column of requests of a type that ended in it: done:<type>
 
@@ -32,6 +32,12 @@ class Measured:
     pools: dict[str, int]  # pool name → size, from the first trace
     measured_seconds: float
     handoff: dict[str, float]  # pool name → seconds per hand-off, all traces (Little's law); NaN if none waited
+
+
+def hand_offs(pool: PoolSummary, seconds: float) -> tuple[float, int]:
+    """A pool's hand-offs over a run's `seconds` measured: (token-seconds spent being
+    handed to a waiter, waits granted). Their ratio is the mean hand-off, by Little's law."""
+    return pool.get("mean_handing_off", 0.0) * seconds, pool["waited"] - pool["timed_out"]
 
 
 def cpu_cores(model: LoadedModel) -> dict[str, int | None]:
@@ -68,8 +74,9 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]
         seconds += s["measured_seconds"]
         for p, v in s["tiers"][t]["servers"][0]["pools"].items():
             if "mean_handing_off" in v:  # a trace written before it has none
-                handing[p] += v["mean_handing_off"] * s["measured_seconds"]
-                granted[p] += v["waited"] - v["timed_out"]
+                t_off, n = hand_offs(v, s["measured_seconds"])
+                handing[p] += t_off
+                granted[p] += n
     assert tier is not None
     req = pd.concat(requests, ignore_index=True)
     if len(req) < 20:
