@@ -44,7 +44,6 @@ def from_core(out: Output, model: str) -> Trace:
     summary["model"] = model
     check_summary(summary, "the core's summary")
     s = out["series"]
-    ts = timeseries_frame(s["window_start"], s["values"], s["tier"], s["server"], s["resource"], s["metric"])
     requests = None
     if out["records"] is not None:
         r = dict(out["records"])
@@ -59,4 +58,4 @@ def from_core(out: Output, model: str) -> Trace:
         front["response_time"] = front["end"] - front["start"]
         front["retransmissions"] = r.pop("retransmissions")
         requests = pd.DataFrame({**front, **r})
-    return Trace(summary, ts, requests)
+    return Trace(summary, lambda: timeseries_frame(s["window_start"], s["values"], s["tier"], s["server"], s["resource"], s["metric"]), requests)

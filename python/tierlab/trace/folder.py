@@ -4,7 +4,7 @@ memory as a `Trace`; `read_trace` validates a folder against the schema."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +15,34 @@ from ..errors import TraceError
 from .schema import REQUEST_COLUMNS, SCHEMA_VERSION, STATEMENT_COLUMNS, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
 
 
-@dataclass
 class Trace:
     """One run, simulated or live. `requests` is None when records were off;
-    `statements` (the database's per-statement figures) only a live run on PostgreSQL has."""
+    `statements` (the database's per-statement figures) only a live run on PostgreSQL has.
+    `timeseries` may be given as a function that builds the frame: it is called at the
+    first read (a long simulation's long-format frame costs a tenth of the run, and many
+    callers read only the summary)."""
 
-    summary: Summary
-    timeseries: pd.DataFrame
-    requests: pd.DataFrame | None = None
-    statements: pd.DataFrame | None = None
+    def __init__(
+        self,
+        summary: Summary,
+        timeseries: pd.DataFrame | Callable[[], pd.DataFrame],
+        requests: pd.DataFrame | None = None,
+        statements: pd.DataFrame | None = None,
+    ) -> None:
+        self.summary = summary
+        self._timeseries = timeseries
+        self.requests = requests
+        self.statements = statements
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        if callable(self._timeseries):
+            self._timeseries = self._timeseries()
+        return self._timeseries
+
+    @timeseries.setter
+    def timeseries(self, frame: pd.DataFrame) -> None:
+        self._timeseries = frame
 
     @property
     def end(self) -> float:
