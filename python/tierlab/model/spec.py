@@ -350,7 +350,8 @@ def _op(v: Any) -> str | None:
         keys = [k for k in v if k in _OPS]
         return keys[0] if len(keys) == 1 else None
     if isinstance(v, BaseModel):
-        return next((k for k in _OPS if hasattr(v, k)), None)
+        # The class's fields, not hasattr: a miss on a model instance raises inside pydantic (slow, and run per step at every dump).
+        return next((k for k in _OPS if k in type(v).model_fields), None)
     return None
 
 
