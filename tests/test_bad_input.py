@@ -178,3 +178,29 @@ def test_acquire_cpu_needs_the_tier_to_have_one_cpu():
 
     msg = problems(two_cpus)
     assert msg.count("tiers.app.pools.threads.acquire_cpu") == 1 and "tier 'app' has 2" in msg
+
+
+@pytest.mark.parametrize(
+    "change,path,text",
+    [
+        (
+            lambda m: m["requests"]["A"]["app"][1].update(contention={"pool": "db", "count": "busy", "per": 0.1}),
+            "requests.A.app[1].contention.pool",
+            "'db' is not a pool",
+        ),
+        (lambda m: m["requests"]["A"]["app"][1].update(contention={"count": "busy", "per": 0.1}), "requests.A.app[1].contention.pool", "name the pool"),
+        (
+            lambda m: m["tiers"]["app"]["pools"]["threads"].update(acquire_contention={"count": "waiting", "per": 0.1}),
+            "tiers.app.pools.threads.acquire_contention",
+            "lacks",
+        ),
+        (
+            lambda m: m["requests"]["A"]["app"][1].update(contention={"pool": "threads", "count": "busy", "per": -1}),
+            "requests.A.app[1].contention.per",
+            "greater than or equal to 0",
+        ),
+    ],
+)
+def test_a_contention_term_names_its_field(change, path, text):
+    msg = problems(change)
+    assert path in msg and text in msg

@@ -205,3 +205,37 @@ def test_a_hand_off_idles_the_token_between_holders(handoff, rate):
     p = t.summary["tiers"]["s"]["servers"][0]["pools"]["p"]
     assert p["mean_busy"] == pytest.approx(rate, rel=0.005)
     assert p["mean_handing_off"] == pytest.approx(0.2 if handoff else 0.0, abs=0.002)
+
+
+C = 0.001  # a CPU demand small enough not to move the queues it is measured against
+
+
+def _implied_count(t: tierlab.Trace, per: float) -> float:
+    """n from the CPU's utilization, λ·C·(1 + per·n) on one core: the mean count the
+    contention term read."""
+    util = t.summary["tiers"]["s"]["servers"][0]["stations"]["cpu"]["utilization"]
+    return (util / (t.summary["throughput"] * C) - 1) / per
+
+
+def test_contention_on_the_busy_tokens_reads_the_others():
+    """M/M/∞ holds (λ = 1, 2 s each): an arriving request sees Poisson(2) others holding
+    a token (PASTA), so a step inside its hold with `per` 0.5 costs C·(1 + 0.5·2)."""
+    program = [
+        {"acquire": "db"},
+        {"cpu": {"constant": C}, "contention": {"pool": "db", "count": "busy", "per": 0.5}},
+        {"delay": {"exponential": 2.0}},
+        {"release": "db"},
+    ]
+    tiers = {"s": {"pools": {"db": {"size": 1000}}, "stations": {"cpu": {"kind": "cpu", "cores": 1}}}}
+    t = run(single_request_sessions(1.0, tiers, {"s": program}, duration=100_000))
+    assert _implied_count(t, 0.5) == pytest.approx(2.0, rel=0.03)
+
+
+def test_contention_on_the_waiters_grows_the_acquisition():
+    """An M/M/1 lock (λ = 0.5, μ = 1): an acquisition sees the time-average queue,
+    ρ²/(1 − ρ) = 0.5 waiters, so its `acquire_cpu` C with `per` 1 costs C·1.5."""
+    pool = {"size": 1, "acquire_cpu": {"constant": C}, "acquire_contention": {"count": "waiting", "per": 1.0}}
+    tiers = {"s": {"pools": {"lock": pool}, "stations": {"cpu": {"kind": "cpu", "cores": 1}}}}
+    program = [{"acquire": "lock"}, {"delay": {"exponential": 1.0}}, {"release": "lock"}]
+    t = run(single_request_sessions(0.5, tiers, {"s": program}, duration=200_000))
+    assert _implied_count(t, 1.0) == pytest.approx(0.5, rel=0.05)

@@ -9,10 +9,10 @@ use workload::spec::Population;
 
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
-use crate::model::{Model, PoolKind, Station as StationSpec};
+use crate::model::{Counted, Model, PoolKind, Station as StationSpec};
 use crate::observer::{Observer, ServerStats, TierAcc, View};
 use crate::pool::{Acquire, Pool};
-use crate::program::{flatten, Instr};
+use crate::program::{flatten, Constants, Instr, NO_CONTENTION};
 use crate::session::Sessions;
 use crate::station::{Fcfs, Ps};
 use crate::timeavg::TimeAvg;
@@ -98,7 +98,7 @@ pub struct Sim {
     pub(crate) now: f64,
     pub(crate) events: EventQueue,
     pub(crate) rng: Streams,
-    dists: Vec<Dist>,
+    consts: Constants,
     /// Every program, one after another, each closed by an `End`: a visit's `pc` points
     /// into it (jumps are absolute), so a step is one index, not a program lookup.
     code: Vec<Instr>,
@@ -124,13 +124,13 @@ pub struct Sim {
 
 impl Sim {
     pub fn new(m: Model) -> Sim {
-        let mut dists = Vec::new();
+        let mut consts = Constants::default();
         let (mut code, mut entry) = (Vec::new(), Vec::new());
         for ty in &m.types {
             for p in &ty.programs {
                 entry.push(p.as_ref().map(|steps| {
                     let start = code.len() as u32;
-                    flatten(steps, &mut dists, &mut code);
+                    flatten(steps, &mut consts, &mut code);
                     code.push(Instr::End);
                     start
                 }));
@@ -202,7 +202,7 @@ impl Sim {
             m,
             now: 0.0,
             events: EventQueue::default(),
-            dists,
+            consts,
             code,
             entry,
             servers,
@@ -525,9 +525,25 @@ impl Sim {
                         self.release(slot, p);
                     }
                 }
-                Instr::Cpu { station, demand } => {
-                    let work = self.dists[demand as usize].sample(self.rng.get(Stream::Demand))
+                Instr::Cpu {
+                    station,
+                    demand,
+                    contention,
+                } => {
+                    let mut work = self.consts.dists[demand as usize]
+                        .sample(self.rng.get(Stream::Demand))
                         * self.sessions.weight(r.session);
+                    if contention != NO_CONTENTION {
+                        let c = self.consts.contentions[contention as usize];
+                        let pool = &self.servers[server].pools[c.pool];
+                        // Busy counts the others: not the tokens this visit holds itself.
+                        let own = if c.count == Counted::Busy && f.held & (1 << c.pool) != 0 {
+                            pool.tokens(f.exclusive & (1 << c.pool) != 0)
+                        } else {
+                            0
+                        };
+                        work *= 1.0 + c.per * (pool.count(c.count) - own) as f64;
+                    }
                     if self.tier_accs {
                         let acc = &mut r.tiers[tier];
                         acc.cpu_time += work;
@@ -558,7 +574,7 @@ impl Sim {
                     }
                 }
                 Instr::Disk { station, accesses } => {
-                    let n = self.dists[accesses as usize]
+                    let n = self.consts.dists[accesses as usize]
                         .sample(self.rng.get(Stream::Demand))
                         .round()
                         .max(0.0) as u32;
@@ -584,7 +600,7 @@ impl Sim {
                     }
                 }
                 Instr::LoopBegin { count, end } => {
-                    let n = self.dists[count as usize]
+                    let n = self.consts.dists[count as usize]
                         .sample(self.rng.get(Stream::Demand))
                         .round()
                         .max(0.0) as u32;
@@ -607,12 +623,13 @@ impl Sim {
                     }
                 }
                 Instr::Delay(d) => {
-                    let t = self.dists[d as usize].sample(self.rng.get(Stream::Demand));
+                    let t = self.consts.dists[d as usize].sample(self.rng.get(Stream::Demand));
                     self.events.push(self.now + t, Ev::Resume { req: slot });
                     return;
                 }
                 Instr::Transfer { link, bytes } => {
-                    let size = self.dists[bytes as usize].sample(self.rng.get(Stream::Demand));
+                    let size =
+                        self.consts.dists[bytes as usize].sample(self.rng.get(Stream::Demand));
                     let spec = &self.m.links[link as usize];
                     let seconds = size / spec.bandwidth;
                     let shared = spec.shared;

@@ -217,6 +217,26 @@ pub struct RequestType {
     pub programs: Vec<Option<Vec<Step>>>,
 }
 
+/// A CPU step's demand × (1 + per · n), n read from a pool of the step's tier when the
+/// step starts (the pool's own bookkeeping, or a shared database's, growing with the
+/// requests it serves or queues at once).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contention {
+    pub pool: usize,
+    pub count: Counted,
+    pub per: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counted {
+    /// Tokens held by other requests.
+    Busy,
+    /// Requests queued for a token.
+    Waiting,
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Step {
@@ -251,6 +271,9 @@ pub enum Step {
     Cpu {
         station: usize,
         demand: Dist,
+        /// Chen & Gorton's contention: the demand grows with a pool's count.
+        #[serde(default)]
+        contention: Option<Contention>,
     },
     Disk {
         station: usize,
@@ -542,8 +565,14 @@ impl Model {
                 Step::Release { pool } | Step::Close { pool } | Step::Drop { pool } => {
                     *pool >= t.pools.len()
                 }
-                Step::Cpu { station, .. } => {
+                Step::Cpu {
+                    station,
+                    contention,
+                    ..
+                } => {
                     !matches!(t.stations.get(*station), Some(Station::Cpu { .. }))
+                        || contention
+                            .is_some_and(|c| c.pool >= t.pools.len() || !finite_non_negative(c.per))
                 }
                 Step::Disk { station, .. } => {
                     !matches!(t.stations.get(*station), Some(Station::Disk { .. }))

@@ -9,7 +9,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::model::{Discipline, Pool as Spec};
+use crate::model::{Counted, Discipline, Pool as Spec};
 use crate::timeavg::TimeAvg;
 
 /// A waiter: (priority, arrival order, request slot, ticket, tokens wanted). Ordered
@@ -245,6 +245,14 @@ impl Pool {
     }
 
     /// Tokens held by requests (granted ones still being handed off are not).
+    /// What a contention term counts (`Counted`): tokens held, or live waiters.
+    pub fn count(&self, what: Counted) -> u32 {
+        match what {
+            Counted::Busy => self.in_use - self.promised,
+            Counted::Waiting => self.queued,
+        }
+    }
+
     fn held(&self) -> f64 {
         (self.in_use - self.promised) as f64
     }

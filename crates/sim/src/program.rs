@@ -3,7 +3,16 @@
 
 use workload::dist::Dist;
 
-use crate::model::Step;
+use crate::model::{Contention, Step};
+
+/// What the instructions index: distributions and contention terms.
+#[derive(Default)]
+pub struct Constants {
+    pub dists: Vec<Dist>,
+    pub contentions: Vec<Contention>,
+}
+
+pub const NO_CONTENTION: u16 = u16::MAX;
 
 #[derive(Debug, Clone, Copy)]
 pub enum Instr {
@@ -24,6 +33,8 @@ pub enum Instr {
     Cpu {
         station: u16,
         demand: u32,
+        /// Index into `Constants::contentions`, or NO_CONTENTION.
+        contention: u16,
     },
     Disk {
         station: u16,
@@ -51,10 +62,10 @@ pub enum Instr {
     End,
 }
 
-pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
-    fn dist(dists: &mut Vec<Dist>, d: &Dist) -> u32 {
-        dists.push(d.clone());
-        (dists.len() - 1) as u32
+pub fn flatten(steps: &[Step], consts: &mut Constants, out: &mut Vec<Instr>) {
+    fn dist(consts: &mut Constants, d: &Dist) -> u32 {
+        consts.dists.push(d.clone());
+        (consts.dists.len() - 1) as u32
     }
     for s in steps {
         match s {
@@ -63,7 +74,7 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
                 cost,
                 exclusive,
             } => {
-                opening(*pool as u16, cost, dists, out);
+                opening(*pool as u16, cost, consts, out);
                 out.push(Instr::Acquire {
                     pool: *pool as u16,
                     exclusive: *exclusive,
@@ -71,30 +82,38 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
             }
             Step::Release { pool } => out.push(Instr::Release(*pool as u16)),
             Step::Get { pool, cost } => {
-                opening(*pool as u16, cost, dists, out);
+                opening(*pool as u16, cost, consts, out);
                 out.push(Instr::Get(*pool as u16));
             }
             Step::Close { pool } => out.push(Instr::Close(*pool as u16)),
             Step::Drop { pool } => out.push(Instr::Drop(*pool as u16)),
-            Step::Cpu { station, demand } => out.push(Instr::Cpu {
+            Step::Cpu {
+                station,
+                demand,
+                contention,
+            } => out.push(Instr::Cpu {
                 station: *station as u16,
-                demand: dist(dists, demand),
+                demand: dist(consts, demand),
+                contention: contention.map_or(NO_CONTENTION, |c| {
+                    consts.contentions.push(c);
+                    (consts.contentions.len() - 1) as u16
+                }),
             }),
             Step::Disk { station, accesses } => out.push(Instr::Disk {
                 station: *station as u16,
-                accesses: dist(dists, accesses),
+                accesses: dist(consts, accesses),
             }),
             Step::Call { tier } => out.push(Instr::Call(*tier as u16)),
-            Step::Delay { time } => out.push(Instr::Delay(dist(dists, time))),
+            Step::Delay { time } => out.push(Instr::Delay(dist(consts, time))),
             Step::Transfer { link, bytes } => out.push(Instr::Transfer {
                 link: *link as u16,
-                bytes: dist(dists, bytes),
+                bytes: dist(consts, bytes),
             }),
             Step::Loop { count, body } => {
-                let count = dist(dists, count);
+                let count = dist(consts, count);
                 let begin = out.len();
                 out.push(Instr::LoopBegin { count, end: 0 });
-                flatten(body, dists, out);
+                flatten(body, consts, out);
                 out.push(Instr::LoopEnd {
                     begin: begin as u32 + 1,
                 });
@@ -104,7 +123,7 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
             Step::Session { body } => {
                 let begin = out.len();
                 out.push(Instr::SessionBegin { end: 0 });
-                flatten(body, dists, out);
+                flatten(body, consts, out);
                 out[begin] = Instr::SessionBegin {
                     end: out.len() as u32,
                 };
@@ -114,13 +133,13 @@ pub fn flatten(steps: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
 }
 
 /// An acquisition's cost steps, behind the Opening that skips them for a cached token.
-fn opening(pool: u16, cost: &[Step], dists: &mut Vec<Dist>, out: &mut Vec<Instr>) {
+fn opening(pool: u16, cost: &[Step], consts: &mut Constants, out: &mut Vec<Instr>) {
     if cost.is_empty() {
         return;
     }
     let begin = out.len();
     out.push(Instr::Opening { pool, end: 0 });
-    flatten(cost, dists, out);
+    flatten(cost, consts, out);
     out[begin] = Instr::Opening {
         pool,
         end: out.len() as u32,
@@ -141,12 +160,12 @@ mod tests {
             },
             Step::Call { tier: 1 },
         ];
-        let (mut dists, mut out) = (vec![], vec![]);
-        flatten(&steps, &mut dists, &mut out);
+        let (mut consts, mut out) = (Constants::default(), vec![]);
+        flatten(&steps, &mut consts, &mut out);
         assert!(matches!(out[0], Instr::LoopBegin { end: 3, .. }));
         assert!(matches!(out[2], Instr::LoopEnd { begin: 1 }));
         assert!(matches!(out[3], Instr::Call(1)));
-        assert_eq!(dists.len(), 2);
+        assert_eq!(consts.dists.len(), 2);
     }
 
     #[test]
@@ -154,9 +173,9 @@ mod tests {
         let cost = vec![Step::Delay {
             time: Dist::Constant { value: 1.0 },
         }];
-        let (mut dists, mut out) = (vec![], vec![]);
+        let (mut consts, mut out) = (Constants::default(), vec![]);
         let get = |cost| Step::Get { pool: 2, cost };
-        flatten(&[get(vec![]), get(cost)], &mut dists, &mut out);
+        flatten(&[get(vec![]), get(cost)], &mut consts, &mut out);
         assert!(matches!(out[0], Instr::Get(2)));
         assert!(matches!(out[1], Instr::Opening { pool: 2, end: 3 }));
         assert!(matches!(out[2], Instr::Delay(_)));

@@ -101,10 +101,18 @@ def _model_error(e: ValidationError, source: str | None, data: Any) -> ModelErro
 def _in_data(loc: tuple, data: Any, missing: bool) -> tuple:
     """The parts of an error location that index the model file: pydantic adds the
     union member tried (a discriminator value, `float`, `list[…]`), which is not in it.
-    A `missing` field's name, the last part, is kept."""
+    A `missing` field's name, the last part, is kept. A tag that is also a key of the
+    mapping (a step's `cpu`) is the tag when the part after it is a key beside it, not
+    under it: `[1].cpu.contention` is the step's `contention`."""
+
+    def at(node: Any, part: Any) -> bool:
+        return isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node)
+
     out, node = [], data
     for i, part in enumerate(loc):
-        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and -len(node) <= part < len(node):
+        after = loc[i + 1] if i + 1 < len(loc) else None
+        tag = after is not None and at(node, after) and at(node, part) and not at(node[part], after)
+        if at(node, part) and not tag:
             node = node[part]
             out.append(part)
         elif missing and i == len(loc) - 1:

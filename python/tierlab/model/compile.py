@@ -17,6 +17,7 @@ from .spec import (
     AfterTime,
     Call,
     Closed,
+    Contention,
     Cpu,
     CpuStep,
     Delay,
@@ -348,7 +349,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
                 continue
             ix = list(tier.stations).index(name)
             if isinstance(s, CpuStep):
-                out.append({"op": "cpu", "station": ix, "demand": dist.engine(s.cpu)})
+                out.append({"op": "cpu", "station": ix, "demand": dist.engine(s.cpu), "contention": _contention(c, s.contention, None, f"{p}.contention")})
             else:
                 out.append({"op": "disk", "station": ix, "accesses": dist.engine(s.disk)})
         elif isinstance(s, Call):
@@ -404,8 +405,11 @@ def _block(c: _Program, s: Use | Transaction, p: str) -> list[dict]:
 
 def _acquire_cost(c: _Program, pool: str) -> list[dict]:
     """The engine steps one acquisition of `pool` costs: its `acquire_cpu` on the tier's CPU."""
-    demand = c.m.tiers[c.tname].pools[pool].acquire_cpu
+    spec = c.m.tiers[c.tname].pools[pool]
+    demand = spec.acquire_cpu
     if demand is None:
+        if spec.acquire_contention is not None:
+            c.bad.add(f"tiers.{c.tname}.pools.{pool}.acquire_contention", "grows `acquire_cpu`, which this pool lacks; give it one or drop acquire_contention")
         return []
     cpus = [i for i, st in enumerate(c.m.tiers[c.tname].stations.values()) if st.kind == "cpu"]
     if len(cpus) != 1:
@@ -414,7 +418,23 @@ def _acquire_cost(c: _Program, pool: str) -> list[dict]:
             f"runs on the tier's CPU station, and tier {c.tname!r} has {len(cpus)}; give it exactly one or drop acquire_cpu",
         )
         return []
-    return [{"op": "cpu", "station": cpus[0], "demand": dist.engine(demand)}]
+    field = f"tiers.{c.tname}.pools.{pool}.acquire_contention"
+    return [{"op": "cpu", "station": cpus[0], "demand": dist.engine(demand), "contention": _contention(c, spec.acquire_contention, pool, field)}]
+
+
+def _contention(c: _Program, term: Contention | None, default_pool: str | None, path: str) -> dict | None:
+    """A CPU step's contention term for the engine (its pool as an index)."""
+    if term is None:
+        return None
+    pools = c.m.tiers[c.tname].pools
+    pool = term.pool or default_pool
+    if pool not in pools:
+        c.bad.add(
+            f"{path}.pool",
+            f"{pool!r} is not a pool of tier {c.tname!r} (pools: {_names(pools)})" if pool else "name the pool whose count the demand grows with",
+        )
+        return None
+    return {"pool": list(pools).index(pool), "count": term.count, "per": term.per}
 
 
 def _called_tiers(steps: list) -> list[str]:

@@ -28,6 +28,17 @@ class Retransmit(Strict):
     attempts: Annotated[int, Field(ge=1, le=64, description="retries; beyond 64 doublings the wait outlasts any run"), NUMBER] = 5
 
 
+class Contention(Strict):
+    """Chen & Gorton's contention cost on one CPU step: its demand × (1 + per · n), n
+    counted in a pool of the tier when the step starts — e.g. a connection pool's
+    bookkeeping growing with the threads queued for it, or an embedded database's work
+    per statement growing with the connections in use at once."""
+
+    pool: Name | None = Field(None, description="the pool counted (a pool's `acquire_contention`: that pool by default)")
+    count: Literal["busy", "waiting"] = Field(description="busy: tokens held by other requests; waiting: requests queued for a token")
+    per: NonNeg = Field(description="the demand's growth per token or waiter counted (0.1 = +10% each)")
+
+
 class Pool(Strict):
     """A soft, token-based resource (threads, DB connections, sockets, accept backlog)."""
 
@@ -46,6 +57,9 @@ class Pool(Strict):
         None,
         description="CPU seconds the tier spends per acquisition from the pool (e.g. getConnection() and close() "
         "on a JDBC pool), counted as waiting for the pool; a token the request has cached costs nothing",
+    )
+    acquire_contention: Contention | None = Field(
+        None, description="`acquire_cpu` grows with a count of this pool (or of `pool`), e.g. the waiters: the pool's bookkeeping per acquisition"
     )
     handoff: Dist | None = Field(
         None,
@@ -291,6 +305,7 @@ class Release(Strict):
 class CpuStep(Strict):
     cpu: Dist = Field(description="seconds of work if run alone")
     on: Name | None = Field(None, description="the CPU station, if the tier has several")
+    contention: Contention | None = Field(None, description="the demand grows with a pool's count (Chen & Gorton); null = a fixed demand")
 
 
 class DiskStep(Strict):
