@@ -204,3 +204,19 @@ def test_acquire_cpu_needs_the_tier_to_have_one_cpu():
 def test_a_contention_term_names_its_field(change, path, text):
     msg = problems(change)
     assert path in msg and text in msg
+
+
+def test_handoff_cpu_needs_the_tier_to_have_one_cpu_and_no_handoff_beside():
+    def no_cpu(m):
+        m["tiers"]["app"]["pools"]["threads"]["handoff_cpu"] = 0.001
+        m["tiers"]["app"]["stations"] = {}
+        m["requests"]["A"]["app"] = [s for s in m["requests"]["A"]["app"] if "cpu" not in s]
+
+    msg = problems(no_cpu)
+    assert "tiers.app.pools.threads.handoff_cpu" in msg and "tier 'app' has 0" in msg
+
+    def both(m):
+        m["tiers"]["app"]["pools"]["threads"] |= {"handoff": 0.001, "handoff_cpu": 0.001}
+
+    msg = problems(both)
+    assert "tiers.app.pools.threads" in msg and "handoff (a delay) or handoff_cpu (a CPU demand), not both" in msg

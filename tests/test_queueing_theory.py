@@ -239,3 +239,32 @@ def test_contention_on_the_waiters_grows_the_acquisition():
     program = [{"acquire": "lock"}, {"delay": {"exponential": 1.0}}, {"release": "lock"}]
     t = run(single_request_sessions(0.5, tiers, {"s": program}, duration=200_000))
     assert _implied_count(t, 1.0) == pytest.approx(0.5, rel=0.05)
+
+
+@pytest.mark.parametrize("after,handoff,giver", [(0.0, 0.1, 0.0), (0.3, 0.2, 0.4)])
+def test_a_hand_off_on_the_cpu_lasts_its_demand_times_the_jobs_sharing_it(after, handoff, giver):
+    """As above, but the token reaches its waiter after 0.1 s of the waiter's own CPU
+    (`handoff_cpu`) on a one-core processor-sharing station. Alone there, the hand-off
+    takes 0.1 s; when the request that gave the token back computes 0.3 s more on the
+    same core, the two share it and the hand-off takes 0.2 s (and the giver's 0.3 s,
+    0.4 s). Per request: its CPU is its own plus the hand-off's 0.1 s (the pool's, as
+    acquire_cpu's is), and it waits for the connection, hand-off included, two cycles
+    less its hold and the time its CPU after the release took (`giver`)."""
+    pool = {"kind": "connections", "size": 1, "handoff_cpu": {"constant": 0.1}}
+    program: list = [{"acquire": "p"}, {"delay": {"constant": 1.0}}, {"release": "p"}]
+    program += [{"cpu": {"constant": after}}] if after else []
+    tier = {"pools": {"p": pool}, "stations": {"cpu": {"kind": "cpu"}}}
+    m = single_request_sessions(1.0, {"s": tier}, {"s": program}, duration=1_010, warmup=10, records=True)
+    m["workload"] = {"population": {"clients": 2}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}}
+    t = run(m)
+    cycle = 1.0 + handoff
+    assert t.summary["throughput"] == pytest.approx(1 / cycle, rel=0.005)
+    server = t.summary["tiers"]["s"]["servers"][0]
+    assert server["pools"]["p"]["mean_handing_off"] == pytest.approx(handoff / cycle, abs=0.002)
+    assert server["stations"]["cpu"]["utilization"] == pytest.approx((0.1 + after) / cycle, rel=0.005)
+    r = t.requests
+    assert r is not None
+    r = r[r.status == "ok"]
+    assert r["s.cpu_time"].to_numpy() == pytest.approx(0.1 + after)
+    assert r["s.pool_cpu_time"].to_numpy() == pytest.approx(0.1)
+    assert r["s.wait_db"].to_numpy() == pytest.approx(2 * cycle - 1 - giver)

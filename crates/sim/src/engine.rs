@@ -9,7 +9,7 @@ use workload::spec::Population;
 
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
-use crate::model::{Counted, Model, PoolKind, Station as StationSpec};
+use crate::model::{Counted, Handoff, Model, PoolKind, Station as StationSpec};
 use crate::observer::{Observer, ServerStats, TierAcc, View};
 use crate::pool::{Acquire, Pool};
 use crate::program::{flatten, Constants, Instr, NO_CONTENTION};
@@ -552,24 +552,7 @@ impl Sim {
                         }
                     }
                     if work > 0.0 {
-                        let StationState::Cpu(ps) =
-                            &mut self.servers[server].stations[station as usize]
-                        else {
-                            unreachable!("checked: cpu station")
-                        };
-                        let t = ps.arrive(self.now, slot, work);
-                        let epoch = ps.epoch;
-                        if t.is_finite() {
-                            self.events.push(
-                                t,
-                                Ev::StationDone {
-                                    server: server as u32,
-                                    station,
-                                    epoch,
-                                },
-                            );
-                        }
-                        self.allocate(server, work);
+                        self.compute(slot, server, station, work);
                         return;
                     }
                 }
@@ -653,6 +636,27 @@ impl Sim {
                 }
             }
         }
+    }
+
+    /// The request runs `work` CPU-seconds on CPU `station` of `server`; it goes on
+    /// when the station completes it (`cpu_done`).
+    fn compute(&mut self, slot: u32, server: usize, station: u16, work: f64) {
+        let StationState::Cpu(ps) = &mut self.servers[server].stations[station as usize] else {
+            unreachable!("checked: cpu station")
+        };
+        let t = ps.arrive(self.now, slot, work);
+        let epoch = ps.epoch;
+        if t.is_finite() {
+            self.events.push(
+                t,
+                Ev::StationDone {
+                    server: server as u32,
+                    station,
+                    epoch,
+                },
+            );
+        }
+        self.allocate(server, work);
     }
 
     /// CPU work allocates memory; a full heap stops the server's CPUs (stop the world).
@@ -824,20 +828,35 @@ impl Sim {
                 return;
             };
             let exclusive = self.reqs[waiter as usize].waiting_exclusive;
-            match &self.m.tiers[tier].pools[p as usize].handoff {
-                None => {
-                    self.take(waiter, p, exclusive);
-                    self.events.resume_now(waiter);
-                }
-                Some(d) => {
+            let Some(handoff) = &self.m.tiers[tier].pools[p as usize].handoff else {
+                self.take(waiter, p, exclusive);
+                self.events.resume_now(waiter);
+                continue;
+            };
+            pool.promise(self.now, pool.tokens(exclusive));
+            // Still waiting (its phase), but no longer on the ticket its timeout was set
+            // for: a granted token is not given up. `handed_off` ends the wait.
+            self.next_ticket += 1;
+            self.reqs[waiter as usize].ticket = self.next_ticket;
+            match handoff {
+                Handoff::Delay(d) => {
                     let delay = d.sample(self.rng.get(Stream::Demand));
-                    pool.promise(self.now, pool.tokens(exclusive));
-                    // Still waiting (its phase), but no longer on the ticket its
-                    // timeout was set for: a granted token is not given up.
-                    self.next_ticket += 1;
-                    self.reqs[waiter as usize].ticket = self.next_ticket;
                     self.events
                         .push(self.now + delay, Ev::HandedOff { req: waiter });
+                }
+                Handoff::Cpu { station, demand } => {
+                    let (station, work) =
+                        (*station as u16, demand.sample(self.rng.get(Stream::Demand)));
+                    if self.tier_accs {
+                        // The waiter's own CPU, spent taking the token: a connection's
+                        // counts as the pool's, as `acquire_cpu` does.
+                        let acc = &mut self.reqs[waiter as usize].tiers[tier];
+                        acc.cpu_time += work;
+                        if self.conn_mask[tier] & 1 << p != 0 {
+                            acc.pool_cpu_time += work;
+                        }
+                    }
+                    self.compute(waiter, server, station, work);
                 }
             }
         }
@@ -927,7 +946,13 @@ impl Sim {
                 },
             );
         }
-        self.advance(req);
+        // A request at a CPU still holding a ticket is a waiter running its hand-off
+        // (`let_in`): every other wait ends, clearing the ticket, before it computes.
+        if self.reqs[req as usize].ticket != 0 {
+            self.handed_off(req);
+        } else {
+            self.advance(req);
+        }
     }
 
     fn disk_done(&mut self, server: usize, station: usize, req: u32) {

@@ -24,7 +24,7 @@ pub enum Ev {
     Send { session: u32, epoch: u32 },
     /// A request blocked on a timer or a granted pool resumes its program.
     Resume { req: u32 },
-    /// The token a waiter was granted reaches it (the pool's `handoff`): it takes it and
+    /// The token a waiter was granted reaches it (the pool's `handoff` delay): it takes it and
     /// resumes.
     HandedOff { req: u32 },
     /// A CPU's next completion, valid while its epoch is unchanged.

@@ -115,11 +115,21 @@ pub struct Pool {
     /// retransmits; None = the request is rejected.
     #[serde(default)]
     pub retransmit: Option<Retransmit>,
-    /// Seconds a token given back takes to reach the waiter it is granted to (a
-    /// thread woken, which must run before it takes it): free, and promised, meanwhile.
-    /// None = at once.
+    /// How a token given back reaches the waiter it is granted to (a thread woken,
+    /// which must run before it takes it): free, and promised, meanwhile. None = at once.
     #[serde(default)]
-    pub handoff: Option<Dist>,
+    pub handoff: Option<Handoff>,
+}
+
+/// A hand-off's length: drawn, or the woken waiter's own run on a CPU station.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Handoff {
+    /// Seconds, whatever else runs.
+    Delay(Dist),
+    /// CPU seconds on the tier's `station`: under processor sharing the hand-off then
+    /// lasts longer the more jobs compete for that CPU.
+    Cpu { station: usize, demand: Dist },
 }
 
 /// TCP SYN retransmission: the k-th retry comes `initial · 2^(k−1)` seconds after the
@@ -439,6 +449,17 @@ impl Model {
             if !ok {
                 let why = "size ≥ 1, timeout finite and ≥ 0, retransmit.initial finite and > 0";
                 return Some((at(&format!(".pools.{}", p.name)), why.into()));
+            }
+            let handoff = match &p.handoff {
+                None => Ok(()),
+                Some(Handoff::Delay(d)) => d.check(),
+                Some(Handoff::Cpu { station, demand }) => match t.stations.get(*station) {
+                    Some(Station::Cpu { .. }) => demand.check(),
+                    _ => Err("handoff.cpu.station: not a CPU station of the tier".into()),
+                },
+            };
+            if let Err(e) = handoff {
+                return Some((at(&format!(".pools.{}.handoff", p.name)), e));
             }
         }
         for s in &t.stations {
@@ -932,6 +953,12 @@ mod tests {
                     m["tiers"][0]["pools"][0]["retransmit"] = json!({"initial": 0.0, "attempts": 3})
                 },
                 "tiers.app.pools.threads: size ≥ 1",
+            ),
+            (
+                |m| {
+                    m["tiers"][0]["pools"][0]["handoff"] = json!({"cpu": {"station": 1, "demand": {"kind": "constant", "value": 0.001}}})
+                },
+                "tiers.app.pools.threads.handoff: handoff.cpu.station: not a CPU station",
             ),
             (
                 |m| m["tiers"][0]["stations"][0]["cores"] = json!(0),

@@ -191,7 +191,7 @@ fn a_hand_off_leaves_the_token_free_between_holders() {
     // 1 for the rest, 1.2 on average; the token is being handed off 0.2 of the time.
     // Without the hand-off: 1/s, held always, 1 waiting.
     let mut handed = pool("one", 1, None);
-    handed["handoff"] = constant(0.25);
+    handed["handoff"] = json!({"delay": constant(0.25)});
     let cases = [
         (handed, 0.8, 1.2, 0.2),
         (pool("one", 1, None), 1.0, 1.0, 0.0),
@@ -214,5 +214,42 @@ fn a_hand_off_leaves_the_token_free_between_holders() {
         close(one.mean_queued, queued, 0.005);
         assert!((one.mean_handing_off - handing_off).abs() < 0.002);
         close(s.response_time.unwrap().mean, 2.0 / rate, 0.005);
+    }
+}
+
+#[test]
+fn a_hand_off_on_the_cpu_lasts_its_demand_times_the_jobs_sharing_it() {
+    // As above, but the token reaches its waiter after 0.1 s of the waiter's own CPU on
+    // a one-core processor-sharing station. Alone there, the hand-off takes 0.1 s: a
+    // cycle of 1.1 s. When the request that gave the token back then computes 0.3 s on
+    // the same core, the two share it: the hand-off takes 0.2 s, a cycle of 1.2 s, and
+    // the core is busy 0.4 s of it. The token is being handed off throughout.
+    for (after, handoff) in [(0.0, 0.1), (0.3, 0.2)] {
+        let mut p = pool("one", 1, None);
+        p["handoff"] = json!({"cpu": {"station": 0, "demand": constant(0.1)}});
+        let cpu = json!([{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}]);
+        let mut program = vec![
+            json!({"op": "acquire", "pool": 0}),
+            json!({"op": "delay", "time": constant(1.0)}),
+            json!({"op": "release", "pool": 0}),
+        ];
+        if after > 0.0 {
+            program.push(json!({"op": "cpu", "station": 0, "demand": constant(after)}));
+        }
+        let mut m = open_model(1.0, tier("s", 1, json!([p]), cpu), json!(program), 1_010.0);
+        m["workload"]["population"] = json!({"kind": "closed", "clients": 2});
+        m["run"]["warmup"] = json!(10.0);
+        sessions_of(&mut m, 1e9, 0.0);
+        let s = run(&m).summary;
+        let cycle = 1.0 + handoff;
+        close(s.throughput, 1.0 / cycle, 0.005);
+        let server = &s.tiers["s"].servers[0];
+        close(server.pools["one"].mean_busy, 1.0 / cycle, 0.005);
+        assert!((server.pools["one"].mean_handing_off - handoff / cycle).abs() < 0.002);
+        close(
+            server.stations["cpu"].utilization,
+            (0.1 + after) / cycle,
+            0.005,
+        );
     }
 }

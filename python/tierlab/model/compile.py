@@ -25,7 +25,9 @@ from .spec import (
     DiskStep,
     Loop,
     Model,
+    Pool,
     Release,
+    Tier,
     Transaction,
     Transfer,
     Use,
@@ -81,7 +83,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
                         "max_queue": s.max_queue,
                         "discipline": s.queue,
                         "retransmit": s.retransmit.model_dump() if s.retransmit else None,
-                        "handoff": dist.engine(s.handoff) if s.handoff else None,
+                        "handoff": _handoff(tname, t, p, s, bad),
                     }
                     for p, s in t.pools.items()
                 ],
@@ -411,15 +413,34 @@ def _acquire_cost(c: _Program, pool: str) -> list[dict]:
         if spec.acquire_contention is not None:
             c.bad.add(f"tiers.{c.tname}.pools.{pool}.acquire_contention", "grows `acquire_cpu`, which this pool lacks; give it one or drop acquire_contention")
         return []
-    cpus = [i for i, st in enumerate(c.m.tiers[c.tname].stations.values()) if st.kind == "cpu"]
-    if len(cpus) != 1:
-        c.bad.add(
-            f"tiers.{c.tname}.pools.{pool}.acquire_cpu",
-            f"runs on the tier's CPU station, and tier {c.tname!r} has {len(cpus)}; give it exactly one or drop acquire_cpu",
-        )
+    cpu = _tier_cpu(c.tname, c.m.tiers[c.tname], f"pools.{pool}.acquire_cpu", c.bad)
+    if cpu is None:
         return []
-    field = f"tiers.{c.tname}.pools.{pool}.acquire_contention"
-    return [{"op": "cpu", "station": cpus[0], "demand": dist.engine(demand), "contention": _contention(c, spec.acquire_contention, pool, field)}]
+    growth = _contention(c, spec.acquire_contention, pool, f"tiers.{c.tname}.pools.{pool}.acquire_contention")
+    return [{"op": "cpu", "station": cpu, "demand": dist.engine(demand), "contention": growth}]
+
+
+def _handoff(tname: str, t: Tier, pool: str, s: Pool, bad: _Problems) -> dict | None:
+    """The engine's hand-off of `pool`: a delay, or the waiter's run on the tier's CPU."""
+    if s.handoff is not None:
+        return {"delay": dist.engine(s.handoff)}
+    if s.handoff_cpu is None:
+        return None
+    cpu = _tier_cpu(tname, t, f"pools.{pool}.handoff_cpu", bad)
+    return None if cpu is None else {"cpu": {"station": cpu, "demand": dist.engine(s.handoff_cpu)}}
+
+
+def _tier_cpu(tname: str, t: Tier, field: str, bad: _Problems) -> int | None:
+    """The index of the tier's one CPU station, which a pool's CPU work (`field`) runs on;
+    None (and a problem) if the tier has none or several."""
+    cpus = [i for i, st in enumerate(t.stations.values()) if st.kind == "cpu"]
+    if len(cpus) != 1:
+        bad.add(
+            f"tiers.{tname}.{field}",
+            f"runs on the tier's CPU station, and tier {tname!r} has {len(cpus)}; give it exactly one or drop {field.rsplit('.', 1)[1]}",
+        )
+        return None
+    return cpus[0]
 
 
 def _contention(c: _Program, term: Contention | None, default_pool: str | None, path: str) -> dict | None:

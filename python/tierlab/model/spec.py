@@ -67,6 +67,18 @@ class Pool(Strict):
         "before it takes it: on a Python server, through the interpreter lock); the token is free meanwhile, "
         "and promised: nobody else takes it. null = at once",
     )
+    handoff_cpu: Dist | None = Field(
+        None,
+        description="the hand-off as the woken waiter's own run: CPU seconds on the tier's CPU station, taken "
+        "before it takes the token (free and promised meanwhile), so that under processor sharing it lasts "
+        "longer the more jobs compete for that CPU (a Python server's interpreter lock); instead of handoff",
+    )
+
+    @model_validator(mode="after")
+    def _one_hand_off(self):
+        if self.handoff is not None and self.handoff_cpu is not None:
+            raise ValueError("give handoff (a delay) or handoff_cpu (a CPU demand), not both")
+        return self
 
 
 class Cpu(Strict):

@@ -32,7 +32,10 @@ Pools (sizes as the trace's summary records them; timeouts, queues and caching a
 model set them on the server), the workload and the run come from the model. Each
 pool's hand-off (a given-back token free until the woken waiter takes it: its
 `mean_handing_off` over the waits it granted per second, by Little's law) is reported
-beside, and put in the twin only when asked (`handoff`; docs/twin.md says why)."""
+beside, and put in the twin only when asked (`handoff`; docs/twin.md says why): as the
+waiter's own run on the app's CPU (`handoff_cpu`), whose CPU is the hand-off over the
+stretch processor sharing gave it in the runs (`handoff_cpu` below), taken out of the
+CPU it was measured in."""
 
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ from .fit import Form, fitted, mean_of
 from .measured import Measured, cpu_cores, measured
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
-UNMEASURED = ("acquire_cpu", "retransmit", "handoff")  # pool fields a twin does not take from the model
+UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
 
 
@@ -71,6 +74,7 @@ class Calibration:
     probe_ms: float | None  # the machine's speed during the runs (None: not recorded)
     notes: list[str] = field(default_factory=list)
     handoff: dict[str, float] = field(default_factory=dict)  # per pool, seconds per hand-off
+    handoff_cpu: dict[str, float] = field(default_factory=dict)  # per pool in the twin, its CPU-seconds
 
     def loaded(self) -> LoadedModel:
         return load_model(self.model, self.base_dir)
@@ -87,6 +91,7 @@ class Calibration:
             "demands": _records(self.demands),
             "machine": {"cpu_probe_ms": self.probe_ms},
             "handoff": _finite(self.handoff),
+            "handoff_cpu": _finite(self.handoff_cpu),
             "notes": self.notes,
         }
 
@@ -116,8 +121,9 @@ def _records(df: pd.DataFrame) -> dict:
 
 def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
-    pools hand a freed token to the next waiter after the hand-off measured (an
-    exponential of its mean)."""
+    pools hand a freed token to the next waiter after the waiter's own CPU run
+    (`handoff_cpu`, an exponential of the mean `handoff_cpu` finds), which lasts the
+    hand-off measured at the runs' contention for the CPU."""
     base = load_model(model)
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
@@ -130,7 +136,15 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     notes: list[str] = []
     law = demand_law(m)
     cores = effective_cores(m)
-    outside = max(0.0, law["outside_handlers"]) / cores["speed"]
+    measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
+    handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
+    # The woken waiter's CPU is not extra work: live it is inside what was measured —
+    # a connection's in getConnection()'s (`pool_cpu_time`, the pool's `acquire_cpu`), a
+    # thread's outside the handler (taken before its clock starts) — so it leaves
+    # those, and the CPU per request stays the measured one. (A simulated trace counts
+    # a thread's in the request's `cpu_time`, where this does not look for it.)
+    waiter_cpu = {p: m.granted[p] * d for p, d in handed.items()}  # CPU-seconds, all traces
+    outside = max(0.0, law["outside_handlers"] / cores["speed"] - waiter_cpu.get(setting.threads, 0.0) / len(m.requests))
     per_query = _db_per_query(m, notes)
     spec = base.spec.model_dump(mode="json", exclude_unset=True)
     rows, requests = {}, dict(spec["requests"])
@@ -150,17 +164,22 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     tier["pools"] = {
         p: {k: x for k, x in v.items() if k not in UNMEASURED} | ({"size": m.pools[p]} if p in m.pools else {}) for p, v in tier.get("pools", {}).items()
     }
-    # Not in the twin by default: on the test's live run a twin with it served 12% less
-    # than live, against 3% less without (docs/twin.md, "Limits").
-    measured_handoff = {p: h for p, h in m.handoff.items() if p in tier["pools"] and h > 0}
-    if handoff:
-        for p, h in measured_handoff.items():
-            tier["pools"][p]["handoff"] = {"exponential": h}
+    # Not in the twin by default: on the test's live run a twin with a fixed-length
+    # hand-off served 12% less than live, against 3% less without (docs/twin.md, "Limits").
+    for p, d in handed.items():
+        tier["pools"][p]["handoff_cpu"] = {"exponential": d}
     notes.append(
-        f"pools' hand-off (a given-back token free until the woken waiter takes it), per wait, {'in the twin' if handoff else 'measured, not in the twin'}: "
-        + ", ".join(f"{p} {h * 1e6:.0f} µs" if h == h else f"{p}: none measured" for p, h in m.handoff.items())
+        f"pools' hand-off (a given-back token free until the woken waiter takes it), per wait, "
+        f"{'in the twin as the waiter’s CPU run' if handoff else 'measured, not in the twin'}: "
+        + ", ".join(
+            (f"{p} {h * 1e6:.0f} µs" + (f" ({handed[p] * 1e6:.0f} µs of CPU, ×{h / handed[p]:.2f} under processor sharing)" if p in handed else ""))
+            if h == h
+            else f"{p}: none measured"
+            for p, h in m.handoff.items()
+        )
     )
-    acquire = pool_cpu(m) / cores["speed"]
+    asked = float(m.requests[f"{m.tier}.db_requests"].sum())
+    acquire = pool_cpu(m) / cores["speed"] - (waiter_cpu.get(setting.connections, 0.0) / asked if asked else 0.0)
     if acquire > 0:
         tier["pools"][setting.connections]["acquire_cpu"] = {"exponential": acquire}
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
@@ -189,7 +208,8 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         "requests": requests,
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), machine([t for _, t in read])["cpu_probe_ms"], notes, m.handoff)
+    probe = machine([t for _, t in read])["cpu_probe_ms"]
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed)
 
 
 def effective_cores(m: Measured) -> dict[str, float]:
@@ -209,6 +229,32 @@ def effective_cores(m: Measured) -> dict[str, float]:
     # interpreter lock (SQLite's statements run outside it), and a twin held to one
     # core served 10-14% less than the run it was calibrated on.
     return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(cores), "busy_mean": got, "speed": got / cores}
+
+
+def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float:
+    """CPU-seconds the woken waiter of `pool` runs on the app's CPU before it takes its
+    token (the twin's `handoff_cpu`): the hand-offs' time over the stretch processor
+    sharing gave them, per hand-off.
+
+    On `cores` shared by n jobs each progresses at min(1, cores/n): h seconds of
+    hand-off with n jobs at the CPU ran h / max(1, n/cores) CPU-seconds. n per window,
+    from the trace's series: the requests at the server (`concurrency`) less those
+    waiting for a pool, who do not compute — but for the woken waiters (the pools'
+    `handing_off`), who do — less those in a call to a database of its own (the
+    connections held × the share of their holding spent in calls; none for an embedded
+    database, whose statements run on the app's CPU in the twin). The window's mean n
+    stands for what its hand-offs saw: the trace has nothing finer, and a hand-off
+    runs only when there are waiters, so their correlation within a window is lost
+    (on a simulated trace of a known demand: within 5%, tests/test_twin_known.py). The
+    hand-off itself is one of the n, hence at least 1."""
+    w, r = m.windows, m.requests
+    pools = list(m.pools)
+    n = w["concurrency"] - sum(w[f"queued:{p}"] for p in pools) + sum(w[f"handing_off:{p}"] for p in pools)
+    if m.db_tier is not None:
+        held = (r[f"{m.tier}.with_db_active"] + r[f"{m.tier}.with_db_idle"]).sum()
+        n = n - w[f"busy:{connections}"] * (r[f"{m.tier}.db_time"].sum() / held if held > 0 else 0.0)
+    ran = w[f"handing_off:{pool}"] * w["length"] / np.maximum(1.0, n / cores)
+    return float(ran.sum() / m.granted[pool])
 
 
 def pool_cpu(m: Measured) -> float:

@@ -27,11 +27,14 @@ class Measured:
     tier: str  # the pooled tier, named as in the model
     db_tier: str | None  # the next tier when the trace has it: live, a database in a process of its own (monitored); simulated, always
     requests: pd.DataFrame  # ok requests of the measured periods, all traces
-    windows: pd.DataFrame  # per measured window: trace, t, length, concurrency, cpu (cores busy), done:<type>
+    # per measured window: trace, t, length, concurrency, cpu (cores busy), done:<type>,
+    # and per pool busy:<pool>, queued:<pool>, handing_off:<pool>
+    windows: pd.DataFrame
     statements: pd.DataFrame | None  # pg_stat_statements, all traces summed
     pools: dict[str, int]  # pool name → size, from the first trace
     measured_seconds: float
     handoff: dict[str, float]  # pool name → seconds per hand-off, all traces (Little's law); NaN if none waited
+    granted: dict[str, int]  # pool name → waits that got their token, all traces: the hand-offs
 
 
 def hand_offs(pool: PoolSummary, seconds: float) -> tuple[float, int]:
@@ -83,7 +86,7 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]
         raise InputError(f"only {len(req)} served requests in the traces; calibrate from a longer run (20 or more)")
     stm = pd.concat(statements).groupby("query", as_index=False)[["calls", "total_time", "rows"]].sum() if statements else None
     handoff = {p: handing[p] / granted[p] if granted[p] else float("nan") for p in pools}  # NaN: no wait seen
-    return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds, handoff)
+    return Measured(tier, db_tier, req, pd.concat(windows, ignore_index=True).fillna(0.0), stm, pools, seconds, handoff, dict(granted))
 
 
 def _tiers(name: str, trace: Trace, model_tiers: dict[str, int | None]) -> tuple[str, str | None]:
@@ -115,8 +118,8 @@ def _tiers(name: str, trace: Trace, model_tiers: dict[str, int | None]) -> tuple
 
 
 def _windows(trace: Trace, tier: str, db_tier: str | None, k: int, cores: dict[str, int | None]) -> pd.DataFrame:
-    """Per measured window: the server's concurrency, each process's CPU (cores busy)
-    and the ok requests of each type that ended in it."""
+    """Per measured window: the server's concurrency, each process's CPU (cores busy),
+    its pools' levels and the ok requests of each type that ended in it."""
     s, w = trace.summary, trace.summary["window"]
 
     def series(t: str, metric: str, resource: str = "") -> pd.Series:
@@ -132,6 +135,9 @@ def _windows(trace: Trace, tier: str, db_tier: str | None, k: int, cores: dict[s
         return series(t, "utilization", "cpu") * n
 
     out = pd.DataFrame({"concurrency": series(tier, "concurrency"), "cpu": cpu(tier)})
+    for p in s["tiers"][tier]["servers"][0]["pools"]:
+        for level in ("busy", "queued", "handing_off"):
+            out[f"{level}:{p}"] = series(tier, level, p)
     if db_tier is not None:
         out["db_cpu"] = cpu(db_tier)
     out = out[(out.index >= s["warmup"] - 1e-9) & (out.index < trace.end - 1e-9)]
