@@ -147,8 +147,9 @@ def test_a_hand_off_on_the_cpu_is_recovered_from_its_stretch(tmp_path):
     on the one-core app station before it takes the connection, among the other
     requests computing there: each hand-off lasts about 5.5 times that (the measured
     per-wait hand-off, 1.1 ms). The calibration divides it by the stretch the windows'
-    jobs at the CPU give, and recovers the demand within 10% (measured: −4.3%; the windows'
-    means lose the hand-offs' correlation with the queue within each); the CPU it puts in
+    jobs at the CPU give (−4.3%: the windows' means lose the hand-offs' correlation with
+    the queue within each), then scales it until the twin, simulated at the trace's load,
+    hands off as long: the demand within 5% (measured: −2.1%); the CPU it puts in
     the hand-off leaves `acquire_cpu`, where the trace counted it, so the CPU per
     connection request stays the original's. Simulated, the twin's hand-offs last the
     original's within 5% (measured: −0.4%)."""
@@ -156,7 +157,7 @@ def test_a_hand_off_on_the_cpu_is_recovered_from_its_stretch(tmp_path):
     model = known_model(1).with_changes({"tiers.app.pools.db.size": 1, "tiers.app.pools.db.handoff_cpu": {"exponential": demand}, "run.duration": 30})
     cal = calibrate([tierlab.simulate(model).write(tmp_path / "trace")], model, handoff=True)
     assert cal.handoff["db"] > 4 * demand
-    assert cal.handoff_cpu["db"] == pytest.approx(demand, rel=0.10)
+    assert cal.handoff_cpu["db"] == pytest.approx(demand, rel=0.05)
     assert cal.report()["handoff_cpu"]["db"] == cal.handoff_cpu["db"]
     db = cal.model["tiers"]["app"]["pools"]["db"]
     assert db["handoff_cpu"] == {"exponential": cal.handoff_cpu["db"]}

@@ -25,7 +25,10 @@ def twin() -> None:
     "--dist", "form", type=click.Choice(["lognormal", "empirical"]), default="lognormal", show_default=True, help="How per-request CPU demands are fitted."
 )
 @click.option(
-    "--handoff", is_flag=True, help="Give the twin's pools the hand-off measured (a freed token idle until its woken waiter takes it); reported either way."
+    "--handoff",
+    is_flag=True,
+    help="Give the twin's pools the hand-off measured (a freed token idle until its woken waiter takes it), as the waiter's own CPU run, "
+    "sized so the twin hands off as long as the traces did at their loads; reported either way.",
 )
 def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff) -> None:
     """Write a model of the live system that TRACES measured: per request type its

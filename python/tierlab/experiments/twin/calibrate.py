@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,14 +54,18 @@ from ...analysis.machine import machine
 from ...errors import InputError
 from ...model import LoadedModel, load_model
 from ...model.pools import PoolSetting
-from ...trace import read_trace
+from ...model.spec import Open
+from ...run import simulate
+from ...trace import Trace, read_trace
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
-from .measured import Measured, cpu_cores, measured
+from .measured import Measured, cpu_cores, hand_offs, measured
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
+MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand-off CPU
+MATCH_SEEDS = 3  # runs per trace and round
 
 
 @dataclass
@@ -122,22 +127,42 @@ def _records(df: pd.DataFrame) -> dict:
 def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
-    (`handoff_cpu`, an exponential of the mean `handoff_cpu` finds), which lasts the
-    hand-off measured at the runs' contention for the CPU."""
+    (`handoff_cpu`, an exponential), sized so that the twin, run at the traces' loads,
+    hands off as long per wait as they measured (`matched_handoff`)."""
     base = load_model(model)
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
     m = measured(read, cores_of)
     setting = PoolSetting.find(base, m.tier)
+    cores = effective_cores(m)
+    measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
+    handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
+    cal = _twin(base, read, m, setting, cores, form, handed)
+    if not handed:
+        return cal
+    first = dict(handed)
+    for _ in range(MATCH_ROUNDS):
+        lasted = twin_handoff(cal.loaded(), [t for _, t in read], m.tier)
+        handed = {p: d * m.handoff[p] / lasted[p] if lasted.get(p, 0) > 0 else d for p, d in handed.items()}
+        cal = _twin(base, read, m, setting, cores, form, handed)
+    cal.notes.append(
+        "hand-off CPU matched by simulation: "
+        + ", ".join(f"{p} {first[p] * 1e6:.0f} µs from the windows' stretch → {d * 1e6:.0f} µs in the twin" for p, d in handed.items())
+    )
+    return cal
+
+
+def _twin(
+    base: LoadedModel, read: list[tuple[str, Trace]], m: Measured, setting: PoolSetting, cores: dict[str, float], form: Form, handed: dict[str, float]
+) -> Calibration:
+    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin)."""
+    cores_of = cpu_cores(base)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
     if db is None:
         raise InputError(f"the model has no tier after {m.tier!r} for the database; give the model the trace was run from")
     notes: list[str] = []
     law = demand_law(m)
-    cores = effective_cores(m)
-    measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
-    handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
     # The woken waiter's CPU is not extra work: live it is inside what was measured —
     # a connection's in getConnection()'s (`pool_cpu_time`, the pool's `acquire_cpu`), a
     # thread's outside the handler (taken before its clock starts) — so it leaves
@@ -170,7 +195,7 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         tier["pools"][p]["handoff_cpu"] = {"exponential": d}
     notes.append(
         f"pools' hand-off (a given-back token free until the woken waiter takes it), per wait, "
-        f"{'in the twin as the waiter’s CPU run' if handoff else 'measured, not in the twin'}: "
+        f"{'in the twin as the waiter’s CPU run' if handed else 'measured, not in the twin'}: "
         + ", ".join(
             (f"{p} {h * 1e6:.0f} µs" + (f" ({handed[p] * 1e6:.0f} µs of CPU, ×{h / handed[p]:.2f} under processor sharing)" if p in handed else ""))
             if h == h
@@ -203,7 +228,7 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
         )
     twin = spec | {
         "name": f"{spec['name']}-twin",
-        "description": f"calibrated from {len(traces)} live trace(s) of {spec['name']}",
+        "description": f"calibrated from {len(read)} live trace(s) of {spec['name']}",
         "tiers": tiers,
         "requests": requests,
     }
@@ -233,8 +258,9 @@ def effective_cores(m: Measured) -> dict[str, float]:
 
 def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float:
     """CPU-seconds the woken waiter of `pool` runs on the app's CPU before it takes its
-    token (the twin's `handoff_cpu`): the hand-offs' time over the stretch processor
-    sharing gave them, per hand-off.
+    token (the twin's `handoff_cpu`), first estimate: the hand-offs' time over the
+    stretch processor sharing gave them, per hand-off (`calibrate` then matches it by
+    simulation, `twin_handoff`).
 
     On `cores` shared by n jobs each progresses at min(1, cores/n): h seconds of
     hand-off with n jobs at the CPU ran h / max(1, n/cores) CPU-seconds. n per window,
@@ -255,6 +281,31 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
         n = n - w[f"busy:{connections}"] * (r[f"{m.tier}.db_time"].sum() / held if held > 0 else 0.0)
     ran = w[f"handing_off:{pool}"] * w["length"] / np.maximum(1.0, n / cores)
     return float(ran.sum() / m.granted[pool])
+
+
+def twin_handoff(twin: LoadedModel, traces: list[Trace], tier: str) -> dict[str, float]:
+    """Seconds per hand-off of each pool of `tier` in the twin, simulated at each trace's
+    load (an open population at the sessions the trace started per measured second, a
+    closed one as the twin has it) and length, MATCH_SEEDS runs each, pooled.
+
+    Why simulate: `handoff_cpu` reads the stretch the live jobs at the CPU gave the
+    hand-offs, but a twin given that CPU queues differently from the live server (on
+    twin_quick's traces its hand-offs lasted 750–830 µs at the runs' own loads, live
+    540–630): `calibrate` scales the CPU by measured ÷ simulated until they agree."""
+    handing: defaultdict[str, float] = defaultdict(float)
+    granted: defaultdict[str, int] = defaultdict(int)
+    for t in traces:
+        s = t.summary
+        run = twin.with_run(duration=s["warmup"] + s["measured_seconds"], warmup=s["warmup"], records=False)
+        if isinstance(twin.spec.workload.population, Open):
+            run = run.with_changes({"workload.population.session_rate": s["sessions"]["started"] / s["measured_seconds"]})
+        for seed in range(1, MATCH_SEEDS + 1):
+            sim = simulate(run, seed=seed).summary
+            for p, v in sim["tiers"][tier]["servers"][0]["pools"].items():
+                h, n = hand_offs(v, sim["measured_seconds"])
+                handing[p] += h
+                granted[p] += n
+    return {p: handing[p] / granted[p] for p in handing if granted[p]}
 
 
 def pool_cpu(m: Measured) -> float:
