@@ -3,6 +3,7 @@ model may say (``tierlab schema`` exports it as JSON Schema for editors)."""
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, model_validator
@@ -377,9 +378,15 @@ def _op(v: Any) -> str | None:
         keys = [k for k in v if k in _OPS]
         return keys[0] if len(keys) == 1 else None
     if isinstance(v, BaseModel):
-        # The class's fields, not hasattr: a miss on a model instance raises inside pydantic (slow, and run per step at every dump).
-        return next((k for k in _OPS if k in type(v).model_fields), None)
+        return _tag_of(type(v))
     return None
+
+
+@functools.cache
+def _tag_of(step: type[BaseModel]) -> str | None:
+    # Once per class: `_op` runs for every step at every dump of a model (a sweep's
+    # parent dumps one per run), and hasattr on an instance raises inside pydantic.
+    return next((k for k in _OPS if k in step.model_fields), None)
 
 
 Step = Annotated[
