@@ -127,11 +127,20 @@ impl Sim {
 
     /// Send the request to a server of `tier`; false if it is held at the dispatcher
     /// (or was rejected there) and so does not run now.
+    /// Inlined (`always`: the hint alone is ignored): with one server, the usual case,
+    /// it is one test before `enter_server`.
+    #[inline(always)]
     pub(crate) fn dispatch(&mut self, slot: u32, tier: usize) -> bool {
         if self.clusters[tier].single {
             self.enter_server(slot, tier, 0, 0);
             return true;
         }
+        self.dispatch_by_policy(slot, tier)
+    }
+
+    /// `dispatch` to a tier whose policy chooses among servers.
+    #[inline(never)]
+    fn dispatch_by_policy(&mut self, slot: u32, tier: usize) -> bool {
         let d = self.dispatcher_of(slot, tier);
         let mut req = self.request_for(slot, tier, d);
         req.gap = self
