@@ -257,9 +257,10 @@ impl Sim {
             }
             self.now = t;
             // Most events resume a request (a delay's end, a granted waiter): straight
-            // to its program.
+            // to its program; an open population's arrivals skip the general handler too.
             match ev {
                 Ev::Resume { req } => self.advance(req),
+                Ev::SessionArrival { epoch } => self.session_arrival(epoch),
                 ev => self.handle(ev),
             }
             self.events_done += 1;
@@ -313,7 +314,7 @@ impl Sim {
                 self.events.push(self.now + self.m.run.window, Ev::Window);
             }
             Ev::Warmup => self.start_measuring(),
-            Ev::SessionArrival { epoch } => self.session_arrival(epoch),
+            Ev::SessionArrival { .. } => unreachable!("the run loop handles arrivals itself"),
             Ev::BurstSwitch => self.burst_switch(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
