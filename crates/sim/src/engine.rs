@@ -801,6 +801,9 @@ impl Sim {
         self.update_phase(slot);
     }
 
+    /// Inlined into the step program (`always`: the hint alone is ignored), where every
+    /// release happens: the call cost more than the bit operations it wraps.
+    #[inline(always)]
     fn release(&mut self, slot: u32, p: u16) {
         let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
         let exclusive = f.exclusive & (1 << p) != 0;
