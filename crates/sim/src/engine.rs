@@ -246,14 +246,19 @@ impl Sim {
             if t > duration {
                 break; // (the event list is not read again)
             }
-            same_instant = if t > self.now { 0 } else { same_instant + 1 };
-            if same_instant > stall_limit {
-                return Err(format!(
-                    "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
-                     at that instant): closed clients with no think time whose requests take no time \
-                     (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
-                     resend for ever; give workload.think a positive mean or let requests wait"
-                ));
+            // Counted and checked only at a repeated instant: the clock usually moves.
+            if t > self.now {
+                same_instant = 0;
+            } else {
+                same_instant += 1;
+                if same_instant > stall_limit {
+                    return Err(format!(
+                        "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
+                         at that instant): closed clients with no think time whose requests take no time \
+                         (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
+                         resend for ever; give workload.think a positive mean or let requests wait"
+                    ));
+                }
             }
             self.now = t;
             // Most events resume a request (a delay's end, a granted waiter): straight
