@@ -411,6 +411,7 @@ impl Sim {
     }
 
     /// Begin a visit of the request to `server` (global index), sent by `dispatcher`.
+    #[inline(always)]
     pub(crate) fn enter_tier(
         &mut self,
         slot: u32,
