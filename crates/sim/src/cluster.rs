@@ -127,11 +127,21 @@ impl Sim {
 
     /// Send the request to a server of `tier`; false if it is held at the dispatcher
     /// (or was rejected there) and so does not run now.
+    ///
+    /// Inlined (`always`: the hint alone is ignored): with one server, the usual case,
+    /// it is one test before `enter_server`.
+    #[inline(always)]
     pub(crate) fn dispatch(&mut self, slot: u32, tier: usize) -> bool {
         if self.clusters[tier].single {
             self.enter_server(slot, tier, 0, 0);
             return true;
         }
+        self.dispatch_by_policy(slot, tier)
+    }
+
+    /// `dispatch` to a tier whose policy chooses among servers.
+    #[inline(never)]
+    fn dispatch_by_policy(&mut self, slot: u32, tier: usize) -> bool {
         let d = self.dispatcher_of(slot, tier);
         let mut req = self.request_for(slot, tier, d);
         req.gap = self
@@ -168,6 +178,10 @@ impl Sim {
     /// Enter server `k` of dispatcher `d`'s block, which becomes the session's home on
     /// this tier (what affinity follows); on a stateful tier the session's state is
     /// created there or migrates there.
+    ///
+    /// Inlined with `enter_tier` (`always`: the hints alone are ignored) into
+    /// `dispatch`'s callers: once per visit, where the calls cost more than the checks.
+    #[inline(always)]
     fn enter_server(&mut self, slot: u32, tier: usize, d: usize, k: usize) {
         let local = self.clusters[tier].blocks[d].start + k;
         let session = self.reqs[slot as usize].session;

@@ -246,20 +246,26 @@ impl Sim {
             if t > duration {
                 break; // (the event list is not read again)
             }
-            same_instant = if t > self.now { 0 } else { same_instant + 1 };
-            if same_instant > stall_limit {
-                return Err(format!(
-                    "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
-                     at that instant): closed clients with no think time whose requests take no time \
-                     (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
-                     resend for ever; give workload.think a positive mean or let requests wait"
-                ));
+            // Counted and checked only at a repeated instant: the clock usually moves.
+            if t > self.now {
+                same_instant = 0;
+            } else {
+                same_instant += 1;
+                if same_instant > stall_limit {
+                    return Err(format!(
+                        "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
+                         at that instant): closed clients with no think time whose requests take no time \
+                         (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
+                         resend for ever; give workload.think a positive mean or let requests wait"
+                    ));
+                }
             }
             self.now = t;
             // Most events resume a request (a delay's end, a granted waiter): straight
-            // to its program.
+            // to its program; an open population's arrivals skip the general handler too.
             match ev {
                 Ev::Resume { req } => self.advance(req),
+                Ev::SessionArrival { epoch } => self.session_arrival(epoch),
                 ev => self.handle(ev),
             }
             self.events_done += 1;
@@ -313,7 +319,7 @@ impl Sim {
                 self.events.push(self.now + self.m.run.window, Ev::Window);
             }
             Ev::Warmup => self.start_measuring(),
-            Ev::SessionArrival { epoch } => self.session_arrival(epoch),
+            Ev::SessionArrival { .. } => unreachable!("the run loop handles arrivals itself"),
             Ev::BurstSwitch => self.burst_switch(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
@@ -405,6 +411,7 @@ impl Sim {
     }
 
     /// Begin a visit of the request to `server` (global index), sent by `dispatcher`.
+    #[inline(always)]
     pub(crate) fn enter_tier(
         &mut self,
         slot: u32,
@@ -783,6 +790,9 @@ impl Sim {
     }
 
     /// The request now holds a token (or every token) of pool `p` of its current server.
+    /// Inlined (`always`: the hint alone is ignored) into the grants of `acquire` and
+    /// `let_in`, once per pool hold: a call costs more than its body.
+    #[inline(always)]
     fn take(&mut self, slot: u32, p: u16, exclusive: bool) {
         let r = &mut self.reqs[slot as usize];
         r.ticket = 0;
@@ -797,6 +807,9 @@ impl Sim {
         self.update_phase(slot);
     }
 
+    /// Inlined into the step program (`always`: the hint alone is ignored), where every
+    /// release happens: the call cost more than the bit operations it wraps.
+    #[inline(always)]
     fn release(&mut self, slot: u32, p: u16) {
         let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
         let exclusive = f.exclusive & (1 << p) != 0;

@@ -127,12 +127,19 @@ impl EventQueue {
     /// Resume request `req` at the current instant (the time of the last event popped),
     /// in the order `push` would give it; the lane is cheaper to go through than the FIFO.
     pub fn resume_now(&mut self, req: u32) {
-        let due_now = |e: &Entry| (e.key >> 64) as u64 == self.now_bits;
+        let heap = self.heap.as_slice();
+        let due_now = |i: usize| {
+            heap.get(i)
+                .is_some_and(|e| (e.key >> 64) as u64 == self.now_bits)
+        };
         // The earliest event of the heap: its top, or under a taken top one of its
-        // children.
-        let (skip, take) = if self.taken { (1, 2) } else { (0, 1) };
-        let mut earliest = self.heap.as_slice().iter().skip(skip).take(take);
-        if self.now.is_empty() && !earliest.any(due_now) {
+        // children (indexed: skip/take adapters cost 20 more instructions per call).
+        let due = if self.taken {
+            due_now(1) || due_now(2)
+        } else {
+            due_now(0)
+        };
+        if self.now.is_empty() && !due {
             self.ready.push_back(req);
         } else {
             self.push(f64::from_bits(self.now_bits), Ev::Resume { req });

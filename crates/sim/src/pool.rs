@@ -38,6 +38,7 @@ impl Waiters {
         }
     }
 
+    #[inline]
     fn pop(&mut self) {
         match self {
             Waiters::Fifo(q) => q.pop_front(),
