@@ -25,6 +25,11 @@ error. The criteria are the issue's targets, written here before the run (claims
 
     python studies/twin.py --quick      # SQLite, about 17 min on 2 cores
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
+    python studies/twin.py --db sqlite  # one testbed of the full study (about 75 min each)
+
+Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
+command, seeds), so the two testbeds of the full study can run in separate sittings;
+result.json and claims.json are then rebuilt from every testbed.json in <out>.
 
 The testbed is started and stopped by the study (its own folder and ports). Live runs
 depend on the machine: the figures do not regenerate exactly, and the study is not
@@ -33,6 +38,7 @@ calibration runs got)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,7 +57,7 @@ from tierlab.live.testbed import LiveRunner, Testbed
 from tierlab.model import load_yaml
 
 from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, write_result
+from provenance import command, commit, output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -250,13 +256,18 @@ def _claims(results: dict) -> Ledger:
 def main() -> None:
     ap = study_parser(__doc__)
     ap.add_argument("--bound", type=float, default=40.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
+    ap.add_argument("--db", choices=["sqlite", "postgres"], help="run this testbed only; the others' testbed.json in the folder are kept")
     a = ap.parse_args()
     out = output_dir("twin", a)
     s = sizes(a.quick)
-    results = {db: study(db, s, out, a.bound, log=print) for db in s["dbs"]}
+    for db in [a.db] if a.db else s["dbs"]:
+        record = {"commit": commit(), "seed": list(range(1, s["runs"] + 1)), "command": command(), **study(db, s, out, a.bound, log=print)}
+        (out / db / "testbed.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
+    results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
     summary = {
         "sizes": s,
         "testbeds": results,
+        "testbeds_not_run": [db for db in s["dbs"] if db not in results],
         "unseen_throughput_error_max": max(r["unseen_throughput_error_max"] for r in results.values()),
         "unseen_mean_rt_error_max": max(r["unseen_mean_rt_error_max"] for r in results.values()),
         "unseen_max_sustainable_error_max": max(r["unseen_max_sustainable_error_max"] for r in results.values()),
