@@ -43,11 +43,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from tierlab import LoadedModel, load_model
-from tierlab.experiments.sizing import PoolSizing, max_sustainable_rate, profile_grid, sizing_by_simulation
+from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid, sizing_by_simulation
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.verify import verify
 from tierlab.experiments.twin.verify import write as write_verify
@@ -99,9 +100,9 @@ def own_testbed(name: str, db: str) -> Iterator[Testbed]:
         testbed.down(workdir)
 
 
-def study(db: str, s: dict, out: Path, bound: float, log) -> dict:
+def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False) -> dict:
     with own_testbed(f"twin-{db}", db) as bed:
-        return _loop(bed, db, s, out / db, bound, log)
+        return _loop(bed, db, s, out / db, bound, log, resume)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
@@ -123,14 +124,19 @@ def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, Load
     return mapping, LiveRunner(bed, mapping), model
 
 
-def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
+def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool) -> dict:
     mapping, runner, model = live_setup(bed, s, out)
     # 1. The paper's method.
     # The pilots, far beyond capacity, thrash: on SQLite one at 80 sessions/s served 9.4
     # where the same point later served 28.5 without a failure. So the climb may need
     # ×6 (8 rounds of 25%); two refinements then bring it within ~6% of capacity.
-    grid = profile_grid(model, s["M"], s["N"], runner=runner, bound=bound, overload=0.25, max_rounds=8, refine=2, log=log)
-    grid.write(out / "profile")
+    reused = []
+    if resume and (out / "profile" / "profile.json").is_file():
+        grid = ProfileGrid.read(out / "profile")
+        reused.append("profile")
+    else:
+        grid = profile_grid(model, s["M"], s["N"], runner=runner, bound=bound, overload=0.25, max_rounds=8, refine=2, log=log)
+        grid.write(out / "profile")
     rates = PoolSizing(grid).rates()
     rates.table.to_csv(out / "rates.csv", index=False)
     paper_best = rates.best()
@@ -151,7 +157,10 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
     for k, rate in enumerate(rates_at):
         log(f"calibration run {k + 1}: M,N = {CALIBRATED}, {rate} sessions/s")
         path = out / "calibration" / f"run{k + 1}"
-        runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
+        if resume and (path / "summary.json").is_file():
+            reused.append(f"calibration/run{k + 1}")
+        else:
+            runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
         traces.append(path)
     # The pools' hand-off in the twin: studies/contention.py found it idling half the
     # connection pool wherever threads outnumber connections and wait for them.
@@ -161,14 +170,21 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
 
     # 3. The twin route, with the live search's rule, grid and runs.
     predicted, _, twin_best = sizing_by_simulation(twin, s["M"], s["N"], start=float(capacity.loc[CALIBRATED]), step=step, runs=s["runs"], progress=False)
-    predicted.to_csv(out / "twin_capacities.csv", index=False)
     twin_opt = (int(twin_best["M"]), int(twin_best["N"]))
 
     # 4. Measured: both optima with the grid's lines through them (along M and along N,
     # so the optimum is bracketed where the grid allows), and the calibration's point.
-    lines = {(M, N) for M0, N0 in (paper_opt, twin_opt) for M, N in [*((m, N0) for m in s["M"]), *((M0, n) for n in s["N"])] if M >= N}
+    # The paper's optimum may lie between the grid's points (interpolated, §4): then
+    # only the grid's lines it is on.
+    lines = {(M, N) for opt in (paper_opt, twin_opt) for M, N in _lines_through(opt, s["M"], s["N"]) if M >= N}
     configs = sorted(lines | {CALIBRATED})
-    start = {c: float(capacity.loc[c]) for c in configs}
+    # The twin's figure at a measured configuration off its grid (the paper's optimum
+    # between the grid's points): scored, not a candidate of the twin route.
+    for M, N in [c for c in configs if c not in set(zip(predicted.M, predicted.N))]:
+        extra, _, _ = sizing_by_simulation(twin, [M], [N], start=float(capacity.loc[CALIBRATED]), step=step, runs=s["runs"], progress=False)
+        predicted = pd.concat([predicted, extra], ignore_index=True)
+    predicted.to_csv(out / "twin_capacities.csv", index=False)
+    start = {c: _profiled_capacity(capacity, *c) for c in configs}
     measured, trials = max_sustainable_rate(model, configs, start, step=step, runs=s["runs"], runner=runner, log=log)
     table = measured.merge(predicted.rename(columns={"lambda_max": "twin", "bracketed": "twin_bracketed"}), on=["M", "N"])
     table["paper"] = [float(paper.loc[(M, N)]) for M, N in zip(table.M, table.N)]
@@ -203,7 +219,23 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log) -> dict:
         "unseen_mean_rt_error_max": float(unseen["rt_mean.error"].abs().max()),
         "unseen_max_sustainable_error_max": float(table[~table["calibrated"]]["twin_error"].abs().max()),
         "steps": len(steps_table),
+        "reused": reused,
     }
+
+
+def _lines_through(opt: tuple[int, int], Ms: list[int], Ns: list[int]) -> set[tuple[int, int]]:
+    """`opt` and the grid's points on the grid's lines through it: along M where its N is
+    the grid's, along N where its M is."""
+    M0, N0 = opt
+    return {opt, *((m, N0) for m in Ms if N0 in Ns), *((M0, n) for n in Ns if M0 in Ms)}
+
+
+def _profiled_capacity(capacity: pd.Series, M: int, N: int) -> float:
+    """Where the profile put (M, N)'s capacity (the lowest rate its climb found
+    refusing, by (M, N)); between the grid's points, interpolated along M, then N."""
+    Ns = sorted(set(capacity.index.get_level_values("N")))
+    at_N = [np.interp(M, (line := capacity.xs(n, level="N")).index.to_numpy(dtype=float), line.to_numpy(dtype=float)) for n in Ns]
+    return float(np.interp(N, Ns, at_N))
 
 
 def _pool_distance(a: dict, b: dict) -> int:
@@ -257,11 +289,16 @@ def main() -> None:
     ap = study_parser(__doc__)
     ap.add_argument("--bound", type=float, default=40.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
     ap.add_argument("--db", choices=["sqlite", "postgres"], help="run this testbed only; the others' testbed.json in the folder are kept")
+    ap.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the profile and calibration runs already in the folder (a study stopped after them); testbed.json names what was reused",
+    )
     a = ap.parse_args()
     out = output_dir("twin", a)
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
-        record = {"commit": commit(), "seed": list(range(1, s["runs"] + 1)), "command": command(), **study(db, s, out, a.bound, log=print)}
+        record = {"commit": commit(), "seed": list(range(1, s["runs"] + 1)), "command": command(), **study(db, s, out, a.bound, print, a.resume)}
         (out / db / "testbed.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
     results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
     summary = {
