@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import pandas as pd
 
@@ -36,6 +37,20 @@ def servers_needed(session_rate: float, per_server: float) -> int:
 def all_served(trace: Trace) -> bool:
     r = trace.summary["requests"]
     return r["ok"] > 0 and r["rejected"] + r["timeout"] + r["error"] == 0
+
+
+def _verdict(tier: str, trace: Trace) -> tuple[bool, str]:
+    """`all_served`, and for the log what the run did not serve, with each pool of `tier`
+    whose waits timed out (the search keeps no trace of its runs)."""
+    r = trace.summary["requests"]
+    timed_out: dict[str, int] = {}
+    for server in trace.summary["tiers"][tier]["servers"]:
+        for p, v in server["pools"].items():
+            timed_out[p] = timed_out.get(p, 0) + v["timed_out"]
+    waits = ", ".join(f"{p} {n}" for p, n in timed_out.items() if n)
+    return all_served(trace), f"{r['ok']} served, {r['rejected']} rejected, {r['timeout']} timed out, {r['error']} errors" + (
+        f"; waits timed out: {waits}" if waits else ""
+    )
 
 
 @dataclass
@@ -105,15 +120,17 @@ def max_sustainable_rate(
         outcome = sweep(
             loaded,
             planned,
-            all_served,
+            partial(_verdict, setting.tier),
             workers=workers,
             scheduler=scheduler,
             runner=runner,
             progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress and not lines else None,
-            on_result=lines.step(f"capacity search round {rounds}", planned, lambda ok: "all served" if ok else "not all served") if lines else None,
+            on_result=lines.step(f"capacity search round {rounds}", planned, lambda v: f"{'all served' if v[0] else 'not all served'} ({v[1]})")
+            if lines
+            else None,
         )
         for i, s in enumerate(active):
-            ok = sum(outcome[i * runs : (i + 1) * runs])
+            ok = sum(served for served, _ in outcome[i * runs : (i + 1) * runs])
             passed = ok >= success * runs
             trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": runs, "passed": passed})
             s.record(passed)
