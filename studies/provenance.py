@@ -64,8 +64,13 @@ def command() -> str:
     return " ".join(["python", f"studies/{Path(sys.argv[0]).name}", *kept])
 
 
+def with_provenance(result: dict, seeds: Iterable[int]) -> dict:
+    """`result` with its provenance first: commit, seeds, command."""
+    return {"commit": commit(), "seed": list(seeds), "command": command(), **result}
+
+
 def write_result(out: Path, result: dict, seeds: Iterable[int]) -> None:
     """result.json (provenance first), and the same JSON as the last line printed."""
-    record = {"commit": commit(), "seed": list(seeds), "command": command(), **result}
+    record = with_provenance(result, seeds)
     (out / "result.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
     print(json.dumps(record, default=float))

@@ -25,7 +25,7 @@ error. The criteria are the issue's targets, written here before the run (claims
 
     python studies/twin.py --quick      # SQLite, about 17 min on 2 cores
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
-    python studies/twin.py --db sqlite  # one testbed of the full study (about 75 min each)
+    python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
 
 Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
 command, seeds), so the two testbeds of the full study can run in separate sittings;
@@ -58,7 +58,7 @@ from tierlab.live.testbed import LiveRunner, Testbed
 from tierlab.model import load_yaml
 
 from claims import Criterion, Ledger
-from provenance import command, commit, output_dir, study_parser, write_result
+from provenance import output_dir, study_parser, with_provenance, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -298,7 +298,7 @@ def main() -> None:
     out = output_dir("twin", a)
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
-        record = {"commit": commit(), "seed": list(range(1, s["runs"] + 1)), "command": command(), **study(db, s, out, a.bound, print, a.resume)}
+        record = with_provenance(study(db, s, out, a.bound, print, a.resume), range(1, s["runs"] + 1))
         (out / db / "testbed.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
     results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
     summary = {
