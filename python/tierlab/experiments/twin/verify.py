@@ -81,6 +81,7 @@ def verify(
         at_step = fixed if math.isnan(faster) else _figures(simulate(_at_speed(model, faster)), setting, twin_cores)
         row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, cpu_cores(model))}
         row["speed.machine"] = faster
+        row["probe_ms.live"] = step_probe  # so the twin's side can be recomputed from this table
         for name, seen in _figures(live, setting, psutil.cpu_count() or 1).items():
             row |= {f"{name}.measured": seen, f"{name}.predicted": at_step[name], f"{name}.error": _error(at_step[name], seen)}
             if name in ("throughput", "rt_mean"):
