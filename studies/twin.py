@@ -8,8 +8,9 @@ for a thread and a connection (as studies/live_sizing.py):
 1. The paper's method: profiling tests over the (M, N) grid near capacity, λ(M, N) and
    its optimum (Totok & Karamcheti, §4).
 2. Calibration: two live runs at one configuration (CALIBRATED) and two loads, then
-   `twin calibrate --handoff` → twin.yaml (the pools' hand-off measured in the runs
-   included: studies/contention.py).
+   `twin calibrate --handoff --contention` → twin.yaml (the pools' hand-off measured in
+   the runs included: studies/contention.py; the CPU per request's growth with the
+   requests in service, from the two loads).
 3. The twin route: the twin simulated at every (M, N) of the grid under the paper's
    sustainability rule (`size optimize --method twin`) and its optimum.
 4. Measurement: the live maximum sustainable session throughput at the configurations
@@ -26,6 +27,7 @@ error. The criteria are the issue's targets, written here before the run (claims
     python studies/twin.py --quick      # SQLite, about 17 min on 2 cores
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
     python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
+    python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
 
 Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
 command, seeds), so the two testbeds of the full study can run in separate sittings;
@@ -163,8 +165,10 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
             runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
         traces.append(path)
     # The pools' hand-off in the twin: studies/contention.py found it idling half the
-    # connection pool wherever threads outnumber connections and wait for them.
-    cal = calibrate(traces, model.with_changes(at), handoff=True)
+    # connection pool wherever threads outnumber connections and wait for them. The
+    # contention: live, the CPU per request grew 23-87% from 40% to 80% of capacity
+    # (results/twin/notes.md, before it was calibrated).
+    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=True)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 
@@ -184,8 +188,15 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         extra, _, _ = sizing_by_simulation(twin, [M], [N], start=float(capacity.loc[CALIBRATED]), step=step, runs=s["runs"], progress=False)
         predicted = pd.concat([predicted, extra], ignore_index=True)
     predicted.to_csv(out / "twin_capacities.csv", index=False)
-    start = {c: _profiled_capacity(capacity, *c) for c in configs}
-    measured, trials = max_sustainable_rate(model, configs, start, step=step, runs=s["runs"], runner=runner, log=log)
+    measured, trials = _recorded_capacities(out, configs) if resume else (pd.DataFrame(), pd.DataFrame())
+    if len(measured):
+        reused.append("capacities: " + ", ".join(f"({M}, {N})" for M, N in zip(measured.M, measured.N)))
+    missing = [c for c in configs if c not in set(zip(measured.get("M", []), measured.get("N", [])))]
+    if missing:
+        start = {c: _profiled_capacity(capacity, *c) for c in missing}
+        more, more_trials = max_sustainable_rate(model, missing, start, step=step, runs=s["runs"], runner=runner, log=log)
+        measured, trials = pd.concat([measured, more], ignore_index=True), pd.concat([trials, more_trials], ignore_index=True)
+    measured = measured.sort_values(["M", "N"], ignore_index=True)
     table = measured.merge(predicted.rename(columns={"lambda_max": "twin", "bracketed": "twin_bracketed"}), on=["M", "N"])
     table["paper"] = [float(paper.loc[(M, N)]) for M, N in zip(table.M, table.N)]
     for method in ("paper", "twin"):
@@ -194,15 +205,19 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     table.to_csv(out / "capacities.csv", index=False)
     trials.to_csv(out / "trials.csv", index=False)
 
-    # 5. Verification at loads below each measured capacity.
+    # 5. Verification at loads below each measured capacity (steps already measured: the
+    # twin's side only).
+    recorded = pd.read_csv(out / "verify.csv") if resume and (out / "verify.csv").is_file() else None
     steps = []
     for r in table.itertuples():
         loads = [round(x * r.lambda_max, 2) for x in VERIFY_LOADS]
         mixes = [{}, UNSEEN_MIX] if (r.M, r.N) == CALIBRATED else [{}]
-        steps.append(verify(twin, bed, mapping, loads, [(int(r.M), int(r.N))], cal.cores["speed"], mixes, log=log, probe=cal.probe_ms))
+        steps.append(verify(twin, bed, mapping, loads, [(int(r.M), int(r.N))], cal.cores["speed"], mixes, log=log, probe=cal.probe_ms, recorded=recorded))
     steps_table = pd.concat(steps, ignore_index=True)
     steps_table["unseen"] = [(M, N) != CALIBRATED or mix != "model" for M, N, mix in zip(steps_table.M, steps_table.N, steps_table["mix"])]
     write_verify(steps_table, out)
+    if (steps_table["live"] == "recorded").any():
+        reused.append(f"verification: {int((steps_table['live'] == 'recorded').sum())} of {len(steps_table)} live steps")
 
     by = table.set_index(["M", "N"])
     unseen = steps_table[steps_table["unseen"]]
@@ -221,6 +236,15 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "steps": len(steps_table),
         "reused": reused,
     }
+
+
+def _recorded_capacities(out: Path, configs: list[tuple[int, int]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The live capacity searches already in `out` (capacities.csv, trials.csv) at
+    `configs`: their measured columns and their runs."""
+    if not (out / "capacities.csv").is_file():
+        return pd.DataFrame(), pd.DataFrame()
+    at = lambda df: df[[(M, N) in configs for M, N in zip(df.M, df.N)]].reset_index(drop=True)  # noqa: E731
+    return at(pd.read_csv(out / "capacities.csv")[["M", "N", "lambda_max", "bracketed"]]), at(pd.read_csv(out / "trials.csv"))
 
 
 def _lines_through(opt: tuple[int, int], Ms: list[int], Ns: list[int]) -> set[tuple[int, int]]:
@@ -292,14 +316,19 @@ def main() -> None:
     ap.add_argument(
         "--resume",
         action="store_true",
-        help="reuse the profile and calibration runs already in the folder (a study stopped after them); testbed.json names what was reused",
+        help="reuse the live runs already in the folder (profile, calibration, capacity searches, verification steps) and run only the missing ones; "
+        "the twin's side is always recomputed, so a changed twin is checked against the same live runs; testbed.json names what was reused",
     )
     a = ap.parse_args()
     out = output_dir("twin", a)
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
+        path = out / db / "testbed.json"
+        before = json.loads(path.read_text()) if a.resume and path.is_file() else None
         record = with_provenance(study(db, s, out, a.bound, print, a.resume), range(1, s["runs"] + 1))
-        (out / db / "testbed.json").write_text(json.dumps(record, indent=2, default=float) + "\n")
+        if before and record["reused"]:  # the commits the reused live runs were measured at
+            record["reused_from"] = sorted({*before.get("reused_from", []), before["commit"]})
+        path.write_text(json.dumps(record, indent=2, default=float) + "\n")
     results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
     summary = {
         "sizes": s,

@@ -164,3 +164,28 @@ def test_a_hand_off_on_the_cpu_is_recovered_from_its_stretch(tmp_path):
     assert db["acquire_cpu"]["exponential"] == pytest.approx(ACQUIRE, rel=0.10)
     twin = tierlab.load_model(cal.write(tmp_path / "twin.yaml")).with_run(seed=8)
     assert calibrate([tierlab.simulate(twin).write(tmp_path / "twin")], twin).handoff["db"] == pytest.approx(cal.handoff["db"], rel=0.05)
+
+
+def test_contention_is_recovered_from_two_loads(tmp_path):
+    """Every CPU demand of the app (its step and the pool's acquire_cpu) grows by a known
+    10% per worker thread other requests hold (Chen & Gorton), on one core; traces at two
+    loads (10 and 40 clients, 0.1 s think times: about 1 and 5 threads busy). One load
+    cannot tell a demand from its growth: from the two, the calibration finds the growth
+    within 20%, and the twin, simulated at each trace's load, uses the trace's CPU per
+    request within 3%. A single trace is refused, named."""
+    grows = {"pool": "threads", "count": "busy", "per": 0.1}
+    model = known_model(1).with_changes({"tiers.app.pools.db.acquire_contention": grows, "workload.think": {"exponential": 0.1}, "run.duration": 40})
+    spec = model.spec.model_dump(mode="json", exclude_unset=True)
+    for program in spec["requests"].values():
+        program["app"][1]["contention"] = grows
+    model = tierlab.load_model(spec)
+    folders = [tierlab.simulate(model.with_changes({"workload.population.clients": n})).write(tmp_path / f"at{n}") for n in (10, 40)]
+    cal = calibrate(folders, model, contention=True)
+    assert cal.growth.per == pytest.approx(0.1, rel=0.20)
+    fit = cal.report()["contention"]["traces"]
+    assert fit[1]["threads_busy"] > 3 * fit[0]["threads_busy"]
+    for f in fit:
+        assert f["twin_cpu"] == pytest.approx(f["live_cpu"], rel=0.03)
+    assert cal.model["tiers"]["app"]["pools"]["db"]["acquire_contention"]["per"] == cal.growth.per
+    with pytest.raises(InputError, match="two loads"):
+        calibrate(folders[:1], model, contention=True)

@@ -30,7 +30,13 @@ def twin() -> None:
     help="Give the twin's pools the hand-off measured (a freed token idle until its woken waiter takes it), as the waiter's own CPU run, "
     "sized so the twin hands off as long as the traces did at their loads; reported either way.",
 )
-def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff) -> None:
+@click.option(
+    "--contention",
+    is_flag=True,
+    help="Let the application's CPU demands grow with its requests in service (Chen & Gorton), fitted so the twin uses the CPU per request "
+    "each trace measured at its load: give traces at two loads or more.",
+)
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff, contention) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
@@ -46,7 +52,7 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, ha
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
     with about(model_file):
         model = load_model(model_file)
-        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form, handoff)
+        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form, handoff, contention)
     path = cal.write(out_file)
     out.print(demand_table(cal))
     law, cores = cal.law, cal.cores

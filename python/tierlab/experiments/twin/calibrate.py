@@ -28,6 +28,12 @@ Per request type, from its served requests (docs/trace.md's demand columns):
   hand-offs, the machine's other processes): the app tier's CPU demands are divided
   by it, so the station delivers what the process did.
 
+With `contention` (traces at two loads or more), every CPU demand of the app tier grows
+with the worker threads other requests hold (`Growth`), fitted by simulation so that
+the twin uses the process CPU per request each trace measured at its load. Before the
+app tier's program, a constant delay per type: the response time the handler did not
+see, at the lightest trace's load, less the CPU outside the handlers.
+
 Pools (sizes as the trace's summary records them; timeouts, queues and caching as the
 model set them on the server), the workload and the run come from the model. Each
 pool's hand-off (a given-back token free until the woken waiter takes it: its
@@ -68,6 +74,23 @@ MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand
 MATCH_SEEDS = 3  # runs per trace and round
 
 
+@dataclass(frozen=True)
+class Growth:
+    """Chen & Gorton's contention cost on the app tier's CPU: each of its CPU demands ×
+    `scale` × (1 + `per` · n), n the worker threads other requests hold when the step
+    starts. Found from the traces (`calibrate(contention=True)`): live, the process's
+    CPU per request grows with its requests in service (the interpreter lock's
+    hand-overs, two threads sharing the machine's cores), so one load cannot say both
+    the demand and its growth; two loads can."""
+
+    scale: float = 1.0
+    per: float = 0.0
+
+    def spec(self, threads: str) -> dict | None:
+        """The model's `contention` of each grown step; None when nothing grows."""
+        return {"pool": threads, "count": "busy", "per": self.per} if self.per > 0 else None
+
+
 @dataclass
 class Calibration:
     model: dict  # the twin, as the model file holds it
@@ -80,6 +103,8 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     handoff: dict[str, float] = field(default_factory=dict)  # per pool, seconds per hand-off
     handoff_cpu: dict[str, float] = field(default_factory=dict)  # per pool in the twin, its CPU-seconds
+    growth: Growth = Growth()
+    growth_fit: list[dict[str, float]] = field(default_factory=list)  # per trace: its load, the CPU per request live and in the twin
 
     def loaded(self) -> LoadedModel:
         return load_model(self.model, self.base_dir)
@@ -97,6 +122,7 @@ class Calibration:
             "machine": {"cpu_probe_ms": self.probe_ms},
             "handoff": _finite(self.handoff),
             "handoff_cpu": _finite(self.handoff_cpu),
+            "contention": {"scale": self.growth.scale, "per": self.growth.per, "traces": [_finite(t) for t in self.growth_fit]},
             "notes": self.notes,
         }
 
@@ -124,11 +150,16 @@ def _records(df: pd.DataFrame) -> dict:
     return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
-def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False) -> Calibration:
+def calibrate(
+    traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False
+) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
     (`handoff_cpu`, an exponential), sized so that the twin, run at the traces' loads,
-    hands off as long per wait as they measured (`matched_handoff`)."""
+    hands off as long per wait as they measured; with `contention`, the app tier's CPU
+    demands grow with its requests in service (`Growth`), fitted so that the twin, run
+    at each trace's load, uses the CPU per request the trace measured (two traces at
+    different loads at least). Both are matched by simulation (`matched`)."""
     base = load_model(model)
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
@@ -137,25 +168,75 @@ def calibrate(traces: list[str | Path], model: str | Path | LoadedModel, form: F
     cores = effective_cores(m)
     measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
     handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
-    cal = _twin(base, read, m, setting, cores, form, handed)
-    if not handed:
+    cal = _twin(base, read, m, setting, cores, form, handed, Growth())
+    if not handed and not contention:
         return cal
+    if contention and len({round(t.summary["throughput"], 6) for _, t in read}) < 2:
+        raise InputError("--contention needs traces at two loads or more (their CPU per request against their requests in service); give a second trace")
     first = dict(handed)
-    for _ in range(MATCH_ROUNDS):
-        lasted = twin_handoff(cal.loaded(), [t for _, t in read], m.tier)
-        handed = {p: d * m.handoff[p] / lasted[p] if lasted.get(p, 0) > 0 else d for p, d in handed.items()}
-        cal = _twin(base, read, m, setting, cores, form, handed)
-    cal.notes.append(
-        "hand-off CPU matched by simulation: "
-        + ", ".join(f"{p} {first[p] * 1e6:.0f} µs from the windows' stretch → {d * 1e6:.0f} µs in the twin" for p, d in handed.items())
-    )
+    # Per trace: the process's CPU per served request (the service demand law), in the
+    # twin's units (divided by the speed the process got).
+    live_cpu = [demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read]
+    growth, base_cpu = Growth(), None
+    for _ in range(MATCH_ROUNDS + (1 if contention else 0)):
+        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads, handed)
+        handed = {p: d * m.handoff[p] / lasted if (lasted := _pooled_handoff(sims, p)) > 0 else d for p, d in handed.items()}
+        if contention:
+            base_cpu = base_cpu or [x["grown_cpu"] for x in sims]  # the first round's twin grows nothing: its demand
+            growth = _grown(growth, live_cpu, sims, base_cpu)
+        cal = _twin(base, read, m, setting, cores, form, handed, growth)
+    if handed:
+        cal.notes.append(
+            "hand-off CPU matched by simulation: "
+            + ", ".join(f"{p} {first[p] * 1e6:.0f} µs from the windows' stretch → {d * 1e6:.0f} µs in the twin" for p, d in handed.items())
+        )
+    if contention:
+        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads, handed)
+        cal.growth_fit = [
+            {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": live, "twin_cpu": x["cpu"]}
+            for (_, t), x, live in zip(read, sims, live_cpu)
+        ]
+        cal.notes.append(
+            f"contention matched by simulation at the traces' loads: every CPU demand of {m.tier} × {growth.scale:.3f} × (1 + {growth.per:.3f} · threads other requests hold); "
+            + "; ".join(
+                f"{f['throughput']:.0f} requests/s: {f['live_cpu'] * 1e3:.3f} ms per request live, {f['twin_cpu'] * 1e3:.3f} in the twin"
+                for f in cal.growth_fit
+            )
+        )
     return cal
 
 
+def _grown(growth: Growth, live_cpu: list[float], sims: list[dict[str, float]], base_cpu: list[float]) -> Growth:
+    """The growth that makes the twin's CPU per request the live one at every trace's
+    load, from a twin run with `growth`: per trace, demand × scale × (1 + per · n̄) +
+    hand-off CPU, where n̄ (the threads held by others that the grown steps saw, demand
+    weighted) is read back from the run — or, when the run grew nothing, its mean
+    threads busy — and `base_cpu` is the demand (a run that grew nothing); then scale
+    and scale·per by least squares, line through the traces. A fit that would shrink
+    the CPU with load keeps per at 0."""
+    if growth.per > 0:
+        seen = [(x["grown_cpu"] / (growth.scale * b) - 1) / growth.per for x, b in zip(sims, base_cpu)]
+    else:
+        seen = [x["threads_busy"] for x in sims]
+    y = np.array([(live - x["cpu"] + x["grown_cpu"]) / b for live, x, b in zip(live_cpu, sims, base_cpu)])
+    slope, scale = np.polyfit(np.array(seen), y, 1)
+    if slope <= 0 or scale <= 0:
+        return Growth(float(np.mean(y)), 0.0)
+    return Growth(float(scale), float(slope / scale))
+
+
 def _twin(
-    base: LoadedModel, read: list[tuple[str, Trace]], m: Measured, setting: PoolSetting, cores: dict[str, float], form: Form, handed: dict[str, float]
+    base: LoadedModel,
+    read: list[tuple[str, Trace]],
+    m: Measured,
+    setting: PoolSetting,
+    cores: dict[str, float],
+    form: Form,
+    handed: dict[str, float],
+    growth: Growth,
 ) -> Calibration:
-    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin)."""
+    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin)
+    and its app tier's CPU grown by `growth`."""
     cores_of = cpu_cores(base)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
@@ -169,14 +250,16 @@ def _twin(
     # those, and the CPU per request stays the measured one. (A simulated trace counts
     # a thread's in the request's `cpu_time`, where this does not look for it.)
     waiter_cpu = {p: m.granted[p] * d for p, d in handed.items()}  # CPU-seconds, all traces
-    outside = max(0.0, law["outside_handlers"] / cores["speed"] - waiter_cpu.get(setting.threads, 0.0) / len(m.requests))
+    outside = growth.scale * max(0.0, law["outside_handlers"] / cores["speed"] - waiter_cpu.get(setting.threads, 0.0) / len(m.requests))
+    contention = growth.spec(setting.threads)
+    away = _outside_the_server(m, read, outside)
     per_query = _db_per_query(m, notes)
     spec = base.spec.model_dump(mode="json", exclude_unset=True)
     rows, requests = {}, dict(spec["requests"])
     for t, r in m.requests.groupby(m.requests["type"].astype(str)):
         if t not in requests:
             raise InputError(f"the traces hold request type {t!r}, which the model lacks; give the model the trace was run from")
-        row, program = _type(r, m, setting, db, per_query, outside, cores["speed"], form)
+        row, program = _type(r, m, setting, db, per_query, outside, cores["speed"] / growth.scale, form, contention, away.get(t, away["(all)"]))
         rows[t] = row
         requests[t] = {"priority": requests[t].get("priority", 0), **program}
     unseen = sorted(set(requests) - set(rows))
@@ -204,9 +287,11 @@ def _twin(
         )
     )
     asked = float(m.requests[f"{m.tier}.db_requests"].sum())
-    acquire = pool_cpu(m) / cores["speed"] - (waiter_cpu.get(setting.connections, 0.0) / asked if asked else 0.0)
+    acquire = growth.scale * (pool_cpu(m) / cores["speed"] - (waiter_cpu.get(setting.connections, 0.0) / asked if asked else 0.0))
     if acquire > 0:
         tier["pools"][setting.connections]["acquire_cpu"] = {"exponential": acquire}
+        if contention:
+            tier["pools"][setting.connections]["acquire_contention"] = contention
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
     tiers[m.tier] = tier
     if m.db_tier:
@@ -234,7 +319,22 @@ def _twin(
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
     probe = machine([t for _, t in read])["cpu_probe_ms"]
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed)
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, growth)
+
+
+def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: float) -> dict[str, float]:
+    """Per request type (and `(all)`), the seconds of its response time spent outside
+    the tier's handler (`response_time` − `<tier>.time`: the network, the load
+    generator, the server's I/O thread), at the lightest trace's load (the least
+    queueing), less the CPU the twin already gives that I/O thread (`outside`): the
+    constant delay a request meets before the tier. Live, it was 2.3 ms at light load
+    and the handler-less CPU 0.8 ms of it (studies/results/twin/notes.md); simulated
+    and with no link in front, none."""
+    lightest = min(range(len(read)), key=lambda k: read[k][1].summary["throughput"])
+    r = m.requests[m.requests["trace"] == lightest]
+    gap = r["response_time"] - r[f"{m.tier}.time"]
+    per = gap.groupby(r["type"].astype(str)).mean().to_dict() | {"(all)": float(gap.mean())}
+    return {t: max(0.0, float(x) - outside) for t, x in per.items()}
 
 
 def effective_cores(m: Measured) -> dict[str, float]:
@@ -283,29 +383,48 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
     return float(ran.sum() / m.granted[pool])
 
 
-def twin_handoff(twin: LoadedModel, traces: list[Trace], tier: str) -> dict[str, float]:
-    """Seconds per hand-off of each pool of `tier` in the twin, simulated at each trace's
-    load (an open population at the sessions the trace started per measured second, a
-    closed one as the twin has it) and length, MATCH_SEEDS runs each, pooled.
+def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, handed: dict[str, float]) -> list[dict[str, float]]:
+    """The twin simulated at each trace's load (an open population at the sessions the
+    trace started per measured second, a closed one as the twin has it) and length,
+    MATCH_SEEDS runs each, pooled per trace: per pool its seconds spent handing off and
+    its waits granted (`handing:<pool>`, `granted:<pool>`), the app tier's CPU per served
+    request (`cpu`, the service demand law, as the live trace's is measured), the part
+    of it the hand-offs' CPU (`handed`) is not (`grown_cpu`), and the mean threads busy.
 
-    Why simulate: `handoff_cpu` reads the stretch the live jobs at the CPU gave the
-    hand-offs, but a twin given that CPU queues differently from the live server (on
-    twin_quick's traces its hand-offs lasted 750–830 µs at the runs' own loads, live
-    540–630): `calibrate` scales the CPU by measured ÷ simulated until they agree."""
-    handing: defaultdict[str, float] = defaultdict(float)
-    granted: defaultdict[str, int] = defaultdict(int)
+    Why simulate: the windows of a live trace show what its requests met, but a twin
+    given figures read from them queues differently from the live server (on
+    twin_quick's traces its hand-offs, sized from the jobs the windows had at the CPU,
+    lasted 750–830 µs at the runs' own loads, live 540–630): `calibrate` corrects the
+    twin by measured ÷ simulated until they agree."""
+    out = []
     for t in traces:
         s = t.summary
         run = twin.with_run(duration=s["warmup"] + s["measured_seconds"], warmup=s["warmup"], records=False)
         if isinstance(twin.spec.workload.population, Open):
             run = run.with_changes({"workload.population.session_rate": s["sessions"]["started"] / s["measured_seconds"]})
+        sums: defaultdict[str, float] = defaultdict(float)
         for seed in range(1, MATCH_SEEDS + 1):
             sim = simulate(run, seed=seed).summary
-            for p, v in sim["tiers"][tier]["servers"][0]["pools"].items():
+            server = sim["tiers"][tier]["servers"][0]
+            served = sim["throughput"] * sim["measured_seconds"]
+            cpu = server["stations"]["cpu"]
+            sums["busy"] += cpu["utilization"] * sim["measured_seconds"] * twin.spec.tiers[tier].stations["cpu"].cores
+            sums["served"] += served
+            sums["threads_busy"] += server["pools"][threads]["mean_busy"] / MATCH_SEEDS
+            for p, v in server["pools"].items():
                 h, n = hand_offs(v, sim["measured_seconds"])
-                handing[p] += h
-                granted[p] += n
-    return {p: handing[p] / granted[p] for p in handing if granted[p]}
+                sums[f"handing:{p}"] += h
+                sums[f"granted:{p}"] += n
+                sums["handed"] += n * handed.get(p, 0.0)
+        cpu_per = sums["busy"] / sums["served"] if sums["served"] else float("nan")
+        out.append(dict(sums) | {"cpu": cpu_per, "grown_cpu": cpu_per - (sums["handed"] / sums["served"] if sums["served"] else 0.0)})
+    return out
+
+
+def _pooled_handoff(sims: list[dict[str, float]], pool: str) -> float:
+    """Seconds per hand-off of `pool` over all the runs of `matched` (0: none waited)."""
+    granted = sum(x.get(f"granted:{pool}", 0.0) for x in sims)
+    return sum(x.get(f"handing:{pool}", 0.0) for x in sims) / granted if granted else 0.0
 
 
 def pool_cpu(m: Measured) -> float:
@@ -335,10 +454,21 @@ def _db_per_query(m: Measured, notes: list[str]) -> float | None:
 
 
 def _type(
-    r: pd.DataFrame, m: Measured, setting: PoolSetting, db: str, per_query: float | None, outside: float, speed: float, form: Form
+    r: pd.DataFrame,
+    m: Measured,
+    setting: PoolSetting,
+    db: str,
+    per_query: float | None,
+    outside: float,
+    speed: float,
+    form: Form,
+    contention: dict | None,
+    away: float,
 ) -> tuple[dict, dict[str, Any]]:
     """One type's measured demands and its twin programs (app and database tier); the
-    app tier's CPU demands divided by the process's `speed`."""
+    app tier's CPU demands divided by the process's `speed`, each with `contention`;
+    first, `away` seconds of delay outside the server (`_outside_the_server`)."""
+    cpu = lambda dist: {"cpu": dist} | ({"contention": contention} if contention else {})  # noqa: E731
     c = lambda name: r[f"{m.tier}.{name}"].to_numpy(dtype=float)  # noqa: E731
     embedded = m.db_tier is None
     interp = (c("cpu_time") - c("pool_cpu_time") - (c("db_cpu_time") if embedded else 0.0)) / speed
@@ -348,9 +478,10 @@ def _type(
     before = c("before_db").sum()
     share_in = float(inside / (inside + before)) if accesses and inside + before > 0 else 0.0
     first = fitted(interp * (1 - share_in), form)
-    steps: list[dict] = [{"cpu": {"exponential": outside}}] if outside > 0 else []
-    steps += [{"acquire": setting.threads}, {"cpu": first}]
-    row = {"requests": float(len(r)), "cpu_time": float(np.mean(c("cpu_time"))), "app_cpu": float(np.mean(interp)), "share_in_access": share_in}
+    steps: list[dict] = [{"delay": away}] if away > 0 else []
+    steps += [cpu({"exponential": outside})] if outside > 0 else []
+    steps += [{"acquire": setting.threads}, cpu(first)]
+    row = {"requests": float(len(r)), "cpu_time": float(np.mean(c("cpu_time"))), "app_cpu": float(np.mean(interp)), "share_in_access": share_in, "away": away}
     row |= {"db_requests": float(accesses), "db_queries": queries, "db_time": float(np.mean(c("db_time"))), "db_cpu_time": float(np.mean(c("db_cpu_time")))}
     programs: dict[str, Any] = {}
     if accesses:
@@ -364,9 +495,9 @@ def _type(
         else:
             per_call = np.clip(c("db_time") - c("db_cpu_time"), 0, None) / accesses
         db_dist = fitted(per_call, form)
-        use: list[dict[str, Any]] = [{"cpu": {"exponential": access}}] if access > 0 else []
+        use: list[dict[str, Any]] = [cpu({"exponential": access})] if access > 0 else []
         if embedded:
-            use.append({"cpu": db_dist})
+            use.append(cpu(db_dist))
         else:
             use.append({"call": db})
             programs[db] = [{"cpu": db_dist}]

@@ -48,6 +48,7 @@ def verify(
     mixes: list[dict[str, float]] | None = None,
     log: Callable[[str], None] = lambda _: None,
     probe: float | None = None,
+    recorded: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per (M, N) × mix × load: measured, predicted and the relative error of
     throughput, response time (mean, p50, p90, p99), the app process's CPU (cores busy)
@@ -63,7 +64,11 @@ def verify(
     that step with every CPU at `probe` ÷ the step's probe (`speed.machine`): the
     machine's drift between calibration and step is measured, not the twin's to
     predict. The errors at the calibration's speed are kept beside
-    (`<figure>.error_calibration_speed`, throughput and mean response time)."""
+    (`<figure>.error_calibration_speed`, throughput and mean response time).
+
+    `recorded`: a table this function wrote before. Its steps are not run live again:
+    their measured side (figures, speeds, probe) is taken from it and only the twin's
+    side is recomputed — a changed twin checked against the same live runs."""
     setting = PoolSetting.find(twin)
     runner = LiveRunner(bed, mapping)  # a step whose server ended stops the verification, named
     population = "clients" if isinstance(twin.spec.workload.population, Closed) else "session_rate"
@@ -74,15 +79,22 @@ def verify(
     for (M, N), mix, load in itertools.product(configs, mixes or [{}], loads):
         size = {"workload.population": {population: int(load) if population == "clients" else load}}
         model = twin.with_changes(setting.changes(M, N) | size | ({"workload.chain.reweight": mix} if mix else {}))
-        live = runner(model)
-        step_probe = machine([live])["cpu_probe_ms"]
+        key = {"M": M, "N": N, "mix": mix_label(mix), "load": load}
+        before = _recorded(recorded, key)
+        if before is None:
+            live = runner(model)
+            step_probe, seen_speed = machine([live])["cpu_probe_ms"], live_speed(live, cpu_cores(model))
+            seen_figures = _figures(live, setting, psutil.cpu_count() or 1)
+        else:
+            step_probe, seen_speed = before["probe_ms.live"], before["speed.live"]
+            seen_figures = {c.removesuffix(".measured"): v for c, v in before.items() if c.endswith(".measured")}
         faster = probe / step_probe if probe and step_probe else float("nan")
         fixed = _figures(simulate(model), setting, twin_cores)
         at_step = fixed if math.isnan(faster) else _figures(simulate(_at_speed(model, faster)), setting, twin_cores)
-        row = {"M": M, "N": N, "mix": mix_label(mix), "load": load, "speed.calibrated": speed, "speed.live": live_speed(live, cpu_cores(model))}
-        row["speed.machine"] = faster
+        row = key | {"speed.calibrated": speed, "speed.live": seen_speed, "speed.machine": faster}
         row["probe_ms.live"] = step_probe  # so the twin's side can be recomputed from this table
-        for name, seen in _figures(live, setting, psutil.cpu_count() or 1).items():
+        row["live"] = "recorded" if before is not None else "run"
+        for name, seen in seen_figures.items():
             row |= {f"{name}.measured": seen, f"{name}.predicted": at_step[name], f"{name}.error": _error(at_step[name], seen)}
             if name in ("throughput", "rt_mean"):
                 row[f"{name}.error_calibration_speed"] = _error(fixed[name], seen)
@@ -98,6 +110,14 @@ def _at_speed(model: LoadedModel, speed: float) -> LoadedModel:
     return model.with_changes(
         {f"tiers.{t}.stations.{n}.speed": st.speed * speed for t, spec in model.spec.tiers.items() for n, st in spec.stations.items() if isinstance(st, Cpu)}
     )
+
+
+def _recorded(table: pd.DataFrame | None, key: dict) -> dict | None:
+    """The row of `table` (a verify table) for the step `key`, None if it has none."""
+    if table is None:
+        return None
+    match = table[(table.M == key["M"]) & (table.N == key["N"]) & (table["mix"] == key["mix"]) & (table["load"] == key["load"])]
+    return match.iloc[0].to_dict() if len(match) else None
 
 
 def _error(predicted: float, measured: float) -> float:
