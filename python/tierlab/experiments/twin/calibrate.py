@@ -58,11 +58,12 @@ import yaml
 
 from ...analysis.machine import machine
 from ...errors import InputError
-from ...model import LoadedModel, load_model
+from ...model import LoadedModel, dist, load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run import simulate
-from ...trace import Trace, read_trace
+from ...trace import Summary, Trace, read_trace
+from ...trace.schema import figures
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
 from .measured import Measured, cpu_cores, hand_offs, measured
@@ -384,8 +385,7 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
 
 
 def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, handed: dict[str, float]) -> list[dict[str, float]]:
-    """The twin simulated at each trace's load (an open population at the sessions the
-    trace started per measured second, a closed one as the twin has it) and length,
+    """The twin simulated at each trace's load (`_population`) and length,
     MATCH_SEEDS runs each, pooled per trace: per pool its seconds spent handing off and
     its waits granted (`handing:<pool>`, `granted:<pool>`), the app tier's CPU per served
     request (`cpu`, the service demand law, as the live trace's is measured), the part
@@ -396,19 +396,18 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, han
     twin_quick's traces its hand-offs, sized from the jobs the windows had at the CPU,
     lasted 750–830 µs at the runs' own loads, live 540–630): `calibrate` corrects the
     twin by measured ÷ simulated until they agree."""
-    out = []
+    out, cores = [], cpu_cores(twin)[tier] or 1
     for t in traces:
         s = t.summary
         run = twin.with_run(duration=s["warmup"] + s["measured_seconds"], warmup=s["warmup"], records=False)
-        if isinstance(twin.spec.workload.population, Open):
-            run = run.with_changes({"workload.population.session_rate": s["sessions"]["started"] / s["measured_seconds"]})
+        run = run.with_changes({"workload.population": _population(twin, s)})
         sums: defaultdict[str, float] = defaultdict(float)
         for seed in range(1, MATCH_SEEDS + 1):
             sim = simulate(run, seed=seed).summary
             server = sim["tiers"][tier]["servers"][0]
             served = sim["throughput"] * sim["measured_seconds"]
             cpu = server["stations"]["cpu"]
-            sums["busy"] += cpu["utilization"] * sim["measured_seconds"] * twin.spec.tiers[tier].stations["cpu"].cores
+            sums["busy"] += cpu["utilization"] * sim["measured_seconds"] * cores
             sums["served"] += served
             sums["threads_busy"] += server["pools"][threads]["mean_busy"] / MATCH_SEEDS
             for p, v in server["pools"].items():
@@ -419,6 +418,16 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, han
         cpu_per = sums["busy"] / sums["served"] if sums["served"] else float("nan")
         out.append(dict(sums) | {"cpu": cpu_per, "grown_cpu": cpu_per - (sums["handed"] / sums["served"] if sums["served"] else 0.0)})
     return out
+
+
+def _population(twin: LoadedModel, summary: Summary) -> dict:
+    """The population that offered a trace's load: open, the sessions it started per
+    measured second; closed, its clients by the interactive response time law, N =
+    X · (R + Z) (the trace does not record them, and traces at several loads differ)."""
+    if isinstance(twin.spec.workload.population, Open):
+        return {"session_rate": summary["sessions"]["started"] / summary["measured_seconds"]}
+    think = dist.mean(twin.spec.workload.think)
+    return {"clients": max(1, round(summary["throughput"] * (figures(summary["response_time"]).get("mean", 0.0) + think)))}
 
 
 def _pooled_handoff(sims: list[dict[str, float]], pool: str) -> float:
