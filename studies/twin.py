@@ -132,12 +132,13 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     # The pilots, far beyond capacity, thrash: on SQLite one at 80 sessions/s served 9.4
     # where the same point later served 28.5 without a failure. So the climb may need
     # ×6 (8 rounds of 25%); two refinements then bring it within ~6% of capacity.
-    reused = []
+    reused, ran = [], []  # the live runs taken from the folder, and those run now
     if resume and (out / "profile" / "profile.json").is_file():
         grid = ProfileGrid.read(out / "profile")
         reused.append("profile")
     else:
         grid = profile_grid(model, s["M"], s["N"], runner=runner, bound=bound, overload=0.25, max_rounds=8, refine=2, log=log)
+        ran.append("profile")
         grid.write(out / "profile")
     rates = PoolSizing(grid).rates()
     rates.table.to_csv(out / "rates.csv", index=False)
@@ -163,6 +164,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
             reused.append(f"calibration/run{k + 1}")
         else:
             runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
+            ran.append(f"calibration/run{k + 1}")
         traces.append(path)
     # The pools' hand-off in the twin: studies/contention.py found it idling half the
     # connection pool wherever threads outnumber connections and wait for them. The
@@ -196,6 +198,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         start = {c: _profiled_capacity(capacity, *c) for c in missing}
         more, more_trials = max_sustainable_rate(model, missing, start, step=step, runs=s["runs"], runner=runner, log=log)
         measured, trials = pd.concat([measured, more], ignore_index=True), pd.concat([trials, more_trials], ignore_index=True)
+        ran.append("capacities: " + ", ".join(f"({M}, {N})" for M, N in missing))
     measured = measured.sort_values(["M", "N"], ignore_index=True)
     table = measured.merge(predicted.rename(columns={"lambda_max": "twin", "bracketed": "twin_bracketed"}), on=["M", "N"])
     table["paper"] = [float(paper.loc[(M, N)]) for M, N in zip(table.M, table.N)]
@@ -216,8 +219,9 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     steps_table = pd.concat(steps, ignore_index=True)
     steps_table["unseen"] = [(M, N) != CALIBRATED or mix != "model" for M, N, mix in zip(steps_table.M, steps_table.N, steps_table["mix"])]
     write_verify(steps_table, out)
-    if (steps_table["live"] == "recorded").any():
-        reused.append(f"verification: {int((steps_table['live'] == 'recorded').sum())} of {len(steps_table)} live steps")
+    for kind, names in (("recorded", reused), ("run", ran)):
+        if (steps_table["live"] == kind).any():
+            names.append(f"verification: {int((steps_table['live'] == kind).sum())} of {len(steps_table)} live steps")
 
     by = table.set_index(["M", "N"])
     unseen = steps_table[steps_table["unseen"]]
@@ -235,6 +239,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "unseen_max_sustainable_error_max": float(table[~table["calibrated"]]["twin_error"].abs().max()),
         "steps": len(steps_table),
         "reused": reused,
+        "ran_live": ran,
     }
 
 
@@ -327,7 +332,9 @@ def main() -> None:
         before = json.loads(path.read_text()) if a.resume and path.is_file() else None
         record = with_provenance(study(db, s, out, a.bound, print, a.resume), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
-            record["reused_from"] = sorted({*before.get("reused_from", []), before["commit"]})
+            record["reused_from"] = sorted(
+                {*before.get("reused_from", []), *([before["commit"]] if before.get("ran_live", True) else [])}
+            )  # (before ran_live was kept: it ran some)
         path.write_text(json.dumps(record, indent=2, default=float) + "\n")
     results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
     summary = {

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
+from scipy.optimize import least_squares
 
 from ...analysis.machine import machine
 from ...errors import InputError
@@ -73,6 +74,10 @@ UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fie
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
 MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand-off CPU
 MATCH_SEEDS = 3  # runs per trace and round
+# The growth's fit (scipy's least_squares on the twin's CPU per request ÷ the live one − 1
+# at every trace, each residual a simulation): steps of 5% for its Jacobian, so that a
+# step moves the simulated CPU by more than its seeds' noise; done within 0.5%.
+GROWTH_FIT = {"diff_step": 0.05, "xtol": 5e-3, "ftol": 5e-3, "max_nfev": 40}
 
 
 @dataclass(frozen=True)
@@ -175,55 +180,36 @@ def calibrate(
     if contention and len({round(t.summary["throughput"], 6) for _, t in read}) < 2:
         raise InputError("--contention needs traces at two loads or more (their CPU per request against their requests in service); give a second trace")
     first = dict(handed)
-    # Per trace: the process's CPU per served request (the service demand law), in the
-    # twin's units (divided by the speed the process got).
-    live_cpu = [demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read]
-    growth, base_cpu = Growth(), None
-    for _ in range(MATCH_ROUNDS + (1 if contention else 0)):
-        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads, handed)
+    for _ in range(MATCH_ROUNDS if handed else 0):
+        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads)
         handed = {p: d * m.handoff[p] / lasted if (lasted := _pooled_handoff(sims, p)) > 0 else d for p, d in handed.items()}
-        if contention:
-            base_cpu = base_cpu or [x["grown_cpu"] for x in sims]  # the first round's twin grows nothing: its demand
-            growth = _grown(growth, live_cpu, sims, base_cpu)
-        cal = _twin(base, read, m, setting, cores, form, handed, growth)
+        cal = _twin(base, read, m, setting, cores, form, handed, Growth())
     if handed:
         cal.notes.append(
             "hand-off CPU matched by simulation: "
             + ", ".join(f"{p} {first[p] * 1e6:.0f} µs from the windows' stretch → {d * 1e6:.0f} µs in the twin" for p, d in handed.items())
         )
     if contention:
-        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads, handed)
+        # Per trace: the process's CPU per served request (the service demand law), in
+        # the twin's units (divided by the speed the process got).
+        live_cpu = np.array([demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read])
+        grown = lambda x: _twin(base, read, m, setting, cores, form, handed, Growth(*map(float, x)))  # noqa: E731
+        simulated = lambda x: np.array([y["cpu"] for y in matched(grown(x).loaded(), [t for _, t in read], m.tier, setting.threads)])  # noqa: E731
+        fit = least_squares(lambda x: simulated(x) / live_cpu - 1, x0=[1.0, 0.05], bounds=([0.05, 0.0], [20.0, 5.0]), **GROWTH_FIT)
+        cal = grown(fit.x)
+        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads)
         cal.growth_fit = [
-            {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": live, "twin_cpu": x["cpu"]}
+            {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": float(live), "twin_cpu": x["cpu"]}
             for (_, t), x, live in zip(read, sims, live_cpu)
         ]
         cal.notes.append(
-            f"contention matched by simulation at the traces' loads: every CPU demand of {m.tier} × {growth.scale:.3f} × (1 + {growth.per:.3f} · threads other requests hold); "
+            f"contention matched by simulation at the traces' loads: every CPU demand of {m.tier} × {cal.growth.scale:.3f} × (1 + {cal.growth.per:.3f} · threads other requests hold); "
             + "; ".join(
                 f"{f['throughput']:.0f} requests/s: {f['live_cpu'] * 1e3:.3f} ms per request live, {f['twin_cpu'] * 1e3:.3f} in the twin"
                 for f in cal.growth_fit
             )
         )
     return cal
-
-
-def _grown(growth: Growth, live_cpu: list[float], sims: list[dict[str, float]], base_cpu: list[float]) -> Growth:
-    """The growth that makes the twin's CPU per request the live one at every trace's
-    load, from a twin run with `growth`: per trace, demand × scale × (1 + per · n̄) +
-    hand-off CPU, where n̄ (the threads held by others that the grown steps saw, demand
-    weighted) is read back from the run — or, when the run grew nothing, its mean
-    threads busy — and `base_cpu` is the demand (a run that grew nothing); then scale
-    and scale·per by least squares, line through the traces. A fit that would shrink
-    the CPU with load keeps per at 0."""
-    if growth.per > 0:
-        seen = [(x["grown_cpu"] / (growth.scale * b) - 1) / growth.per for x, b in zip(sims, base_cpu)]
-    else:
-        seen = [x["threads_busy"] for x in sims]
-    y = np.array([(live - x["cpu"] + x["grown_cpu"]) / b for live, x, b in zip(live_cpu, sims, base_cpu)])
-    slope, scale = np.polyfit(np.array(seen), y, 1)
-    if slope <= 0 or scale <= 0:
-        return Growth(float(np.mean(y)), 0.0)
-    return Growth(float(scale), float(slope / scale))
 
 
 def _twin(
@@ -384,12 +370,12 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
     return float(ran.sum() / m.granted[pool])
 
 
-def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, handed: dict[str, float]) -> list[dict[str, float]]:
+def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str) -> list[dict[str, float]]:
     """The twin simulated at each trace's load (`_population`) and length,
     MATCH_SEEDS runs each, pooled per trace: per pool its seconds spent handing off and
     its waits granted (`handing:<pool>`, `granted:<pool>`), the app tier's CPU per served
-    request (`cpu`, the service demand law, as the live trace's is measured), the part
-    of it the hand-offs' CPU (`handed`) is not (`grown_cpu`), and the mean threads busy.
+    request (`cpu`, the service demand law, as the live trace's is measured) and the
+    mean threads busy.
 
     Why simulate: the windows of a live trace show what its requests met, but a twin
     given figures read from them queues differently from the live server (on
@@ -414,9 +400,7 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, han
                 h, n = hand_offs(v, sim["measured_seconds"])
                 sums[f"handing:{p}"] += h
                 sums[f"granted:{p}"] += n
-                sums["handed"] += n * handed.get(p, 0.0)
-        cpu_per = sums["busy"] / sums["served"] if sums["served"] else float("nan")
-        out.append(dict(sums) | {"cpu": cpu_per, "grown_cpu": cpu_per - (sums["handed"] / sums["served"] if sums["served"] else 0.0)})
+        out.append(dict(sums) | {"cpu": sums["busy"] / sums["served"] if sums["served"] else float("nan")})
     return out
 
 
