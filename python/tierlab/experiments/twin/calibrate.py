@@ -55,7 +55,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
-from scipy.optimize import least_squares
 
 from ...analysis.machine import machine
 from ...errors import InputError
@@ -74,10 +73,10 @@ UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fie
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
 MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand-off CPU
 MATCH_SEEDS = 3  # runs per trace and round
-# The growth's fit (scipy's least_squares on the twin's CPU per request ÷ the live one − 1
-# at every trace, each residual a simulation): steps of 5% for its Jacobian, so that a
-# step moves the simulated CPU by more than its seeds' noise; done within 0.5%.
-GROWTH_FIT = {"diff_step": 0.05, "xtol": 5e-3, "ftol": 5e-3, "max_nfev": 40}
+# The growth's fit: rounds of simulating the twin at the traces' loads, each solving the
+# line through them with the counts the last run's grown steps saw; more seeds than the
+# hand-off's, as near saturation a run's CPU per request (its waits' hand-offs) is noisy.
+GROWTH_ROUNDS, GROWTH_SEEDS = 6, 8
 
 
 @dataclass(frozen=True)
@@ -193,11 +192,21 @@ def calibrate(
         # Per trace: the process's CPU per served request (the service demand law), in
         # the twin's units (divided by the speed the process got).
         live_cpu = np.array([demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read])
-        grown = lambda x: _twin(base, read, m, setting, cores, form, handed, Growth(*map(float, x)))  # noqa: E731
-        simulated = lambda x: np.array([y["cpu"] for y in matched(grown(x).loaded(), [t for _, t in read], m.tier, setting.threads)])  # noqa: E731
-        fit = least_squares(lambda x: simulated(x) / live_cpu - 1, x0=[1.0, 0.05], bounds=([0.05, 0.0], [20.0, 5.0]), **GROWTH_FIT)
-        cal = grown(fit.x)
-        sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads)
+        traces = [t for _, t in read]
+        growth, base_cpu, fits = Growth(), None, []
+        for _ in range(GROWTH_ROUNDS):
+            sims = matched(cal.loaded(), traces, m.tier, setting.threads, GROWTH_SEEDS)
+            own = [x["cpu"] - _handed_cpu(x, handed) for x in sims]  # what the grown steps used
+            base_cpu = base_cpu or own  # the first twin grows nothing: its demand
+            seen = [(o / (growth.scale * b) - 1) / growth.per for o, b in zip(own, base_cpu)] if growth.per > 0 else [x["threads_busy"] for x in sims]
+            growth = _line(seen, [(live - x["cpu"] + o) / b for live, x, o, b in zip(live_cpu, sims, own, base_cpu)])
+            fits.append(growth)
+            cal = _twin(base, read, m, setting, cores, form, handed, growth)
+        # The rounds scatter around the fixed point (the runs' noise): their mean after
+        # the first, which started from no growth.
+        growth = Growth(float(np.mean([g.scale for g in fits[1:]])), float(np.mean([g.per for g in fits[1:]])))
+        cal = _twin(base, read, m, setting, cores, form, handed, growth)
+        sims = matched(cal.loaded(), traces, m.tier, setting.threads, GROWTH_SEEDS)
         cal.growth_fit = [
             {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": float(live), "twin_cpu": x["cpu"]}
             for (_, t), x, live in zip(read, sims, live_cpu)
@@ -210,6 +219,20 @@ def calibrate(
             )
         )
     return cal
+
+
+def _handed_cpu(sim: dict[str, float], handed: dict[str, float]) -> float:
+    """The hand-offs' CPU per served request in a run of `matched`."""
+    return sum(sim.get(f"granted:{p}", 0.0) * d for p, d in handed.items()) / sim["served"] if sim["served"] else 0.0
+
+
+def _line(seen: list[float], grown: list[float]) -> Growth:
+    """scale × (1 + per · n) through the traces' (n seen, demand grown ÷ demand): least
+    squares; a line that would shrink the demand with n keeps per at 0."""
+    slope, scale = np.polyfit(np.array(seen), np.array(grown), 1)
+    if slope <= 0 or scale <= 0:
+        return Growth(float(np.mean(grown)), 0.0)
+    return Growth(float(scale), float(slope / scale))
 
 
 def _twin(
@@ -370,9 +393,9 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
     return float(ran.sum() / m.granted[pool])
 
 
-def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str) -> list[dict[str, float]]:
+def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, seeds: int = MATCH_SEEDS) -> list[dict[str, float]]:
     """The twin simulated at each trace's load (`_population`) and length,
-    MATCH_SEEDS runs each, pooled per trace: per pool its seconds spent handing off and
+    `seeds` runs each, pooled per trace: per pool its seconds spent handing off and
     its waits granted (`handing:<pool>`, `granted:<pool>`), the app tier's CPU per served
     request (`cpu`, the service demand law, as the live trace's is measured) and the
     mean threads busy.
@@ -388,14 +411,14 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str) -> 
         run = twin.with_run(duration=s["warmup"] + s["measured_seconds"], warmup=s["warmup"], records=False)
         run = run.with_changes({"workload.population": _population(twin, s)})
         sums: defaultdict[str, float] = defaultdict(float)
-        for seed in range(1, MATCH_SEEDS + 1):
+        for seed in range(1, seeds + 1):
             sim = simulate(run, seed=seed).summary
             server = sim["tiers"][tier]["servers"][0]
             served = sim["throughput"] * sim["measured_seconds"]
             cpu = server["stations"]["cpu"]
             sums["busy"] += cpu["utilization"] * sim["measured_seconds"] * cores
             sums["served"] += served
-            sums["threads_busy"] += server["pools"][threads]["mean_busy"] / MATCH_SEEDS
+            sums["threads_busy"] += server["pools"][threads]["mean_busy"] / seeds
             for p, v in server["pools"].items():
                 h, n = hand_offs(v, sim["measured_seconds"])
                 sums[f"handing:{p}"] += h
