@@ -8,9 +8,8 @@ for a thread and a connection (as studies/live_sizing.py):
 1. The paper's method: profiling tests over the (M, N) grid near capacity, λ(M, N) and
    its optimum (Totok & Karamcheti, §4).
 2. Calibration: two live runs at one configuration (CALIBRATED) and two loads, then
-   `twin calibrate --handoff --contention` → twin.yaml (the pools' hand-off measured in
-   the runs included: studies/contention.py; the CPU per request's growth with the
-   requests in service, from the two loads).
+   `twin calibrate --handoff` → twin.yaml (the pools' hand-off measured in the runs
+   included: studies/contention.py).
 3. The twin route: the twin simulated at every (M, N) of the grid under the paper's
    sustainability rule (`size optimize --method twin`) and its optimum.
 4. Measurement: the live maximum sustainable session throughput at the configurations
@@ -167,10 +166,10 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
             ran.append(f"calibration/run{k + 1}")
         traces.append(path)
     # The pools' hand-off in the twin: studies/contention.py found it idling half the
-    # connection pool wherever threads outnumber connections and wait for them. The
-    # contention: live, the CPU per request grew 23-87% from 40% to 80% of capacity
-    # (results/twin/notes.md, before it was calibrated).
-    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=True)
+    # connection pool wherever threads outnumber connections and wait for them. Not the
+    # contention (`--contention`): its growth with the threads held, fitted here, rated
+    # the unseen configurations worse on both testbeds (results/twin/notes.md).
+    cal = calibrate(traces, model.with_changes(at), handoff=True)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 
