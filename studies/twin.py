@@ -328,7 +328,10 @@ def main() -> None:
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
         path = out / db / "testbed.json"
-        before = json.loads(path.read_text()) if a.resume and path.is_file() else None
+        # What the live runs in the folder were measured by: its testbed.json, or a study's
+        # result.json from before there was one per testbed.
+        found = [f for f in (path, out / "result.json") if a.resume and f.is_file()]
+        before = json.loads(found[0].read_text()) if found else None
         record = with_provenance(study(db, s, out, a.bound, print, a.resume), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
             record["reused_from"] = sorted(
