@@ -280,7 +280,7 @@ def _claims(results: dict) -> Ledger:
             THROUGHPUT_BOUND,
             r["unseen_throughput_error_max"],
             Criterion(f"at most {THROUGHPUT_BOUND:.0%}", lambda ours, bound: ours <= bound),
-            "see notes.md: the twin's CPU speed is the calibration runs' (the machine's share), and its per-request CPU does not vary with concurrency",
+            "see notes.md: live, the CPU per request grows with load more than the twin's; the sessions' walks are not the same draws live and on the twin",
         )
         ledger.check(
             f"{db}: the twin's mean response time on the same steps: largest |relative error|",

@@ -192,10 +192,10 @@ def calibrate(
         # Per trace: the process's CPU per served request (the service demand law), in
         # the twin's units (divided by the speed the process got).
         live_cpu = np.array([demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read])
-        traces = [t for _, t in read]
+        runs = [t for _, t in read]
         growth, base_cpu, fits = Growth(), None, []
         for _ in range(GROWTH_ROUNDS):
-            sims = matched(cal.loaded(), traces, m.tier, setting.threads, GROWTH_SEEDS)
+            sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
             own = [x["cpu"] - _handed_cpu(x, handed) for x in sims]  # what the grown steps used
             base_cpu = base_cpu or own  # the first twin grows nothing: its demand
             seen = [(o / (growth.scale * b) - 1) / growth.per for o, b in zip(own, base_cpu)] if growth.per > 0 else [x["threads_busy"] for x in sims]
@@ -206,7 +206,7 @@ def calibrate(
         # the first, which started from no growth.
         growth = Growth(float(np.mean([g.scale for g in fits[1:]])), float(np.mean([g.per for g in fits[1:]])))
         cal = _twin(base, read, m, setting, cores, form, handed, growth)
-        sims = matched(cal.loaded(), traces, m.tier, setting.threads, GROWTH_SEEDS)
+        sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
         cal.growth_fit = [
             {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": float(live), "twin_cpu": x["cpu"]}
             for (_, t), x, live in zip(read, sims, live_cpu)
