@@ -13,6 +13,7 @@ import yaml
 import tierlab
 from tierlab.errors import InputError
 from tierlab.experiments.twin import calibrate
+from tierlab.experiments.twin.verify import verify
 
 from conftest import MAPPING, live_model, running_testbed
 
@@ -113,3 +114,22 @@ def test_verify_runs_each_step_live_and_on_the_twin_and_writes_its_table(bed, li
     # Each step's twin ran at the machine's speed then, relative to the calibration's.
     assert (table["speed.machine"] > 0).all() and table["throughput.error_calibration_speed"].notna().all()
     assert (tmp_path / "verify" / "verify.png").stat().st_size > 0 and (tmp_path / "verify" / "verify.json").is_file()
+    # Given the table, the same steps are not run live again: their measured side is
+    # the table's, the twin's is recomputed (the same twin and seeds: the same figures).
+    report = json.loads(twin.with_suffix(".calibration.json").read_text())
+    again = verify(
+        tierlab.load_model(twin).with_run(duration=4, warmup=1),
+        bed,
+        MAPPING,
+        [4, 12],
+        [(4, 2)],
+        report["cores"]["speed"],
+        [{"SRES": 2.0}],
+        probe=report["machine"]["cpu_probe_ms"],
+        recorded=table,
+    )
+    assert (again["live"] == "recorded").all() and (table["live"] == "run").all()
+    measured = [c for c in table.columns if c.endswith(".measured")] + ["speed.live", "probe_ms.live"]
+    pd.testing.assert_frame_equal(again[measured], table[measured], check_dtype=False)
+    predicted = [c for c in table.columns if c.endswith(".predicted")]
+    pd.testing.assert_frame_equal(again[predicted], table[predicted], check_dtype=False)
