@@ -33,9 +33,11 @@ PERCENTILES = ("mean", "p50", "p90", "p99")
 # run and over-predicted its throughput by 18-26% at 40% of capacity in
 # studies/twin.py's first run), and with the step's seed: the live generator draws the
 # sessions' arrivals from the simulator's streams, so both start the same sessions (at
-# seed 1 and 14.93 offered, 13.8/s both). Their pages are not the same draws: in both
-# testbeds' first calibration run session 2 walked NEWP, PROD, ... live and SREQ, SRES
-# on the twin, so a light step still compares two samples of walks. (The mean of three
+# seed 1 and 14.93 offered, 13.8/s both). Their pages and think times are not the same
+# draws: the generator gives each session streams of its own, the simulator draws all
+# sessions' from shared streams in event order (in both testbeds' first calibration run
+# session 2 walked NEWP, PROD, ... live and SREQ, SRES on the twin), so a light step
+# still compares two samples of walks. (The mean of three
 # seeds compared one 20 s sample of arrivals with their expectation: +4.7% to +8.3% at
 # every 40% step of studies/results/twin's SQLite testbed, -0.9% to +3.0% with the
 # step's own seed.)
