@@ -195,7 +195,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     missing = [c for c in configs if c not in set(zip(measured.get("M", []), measured.get("N", [])))]
     if missing:
         start = {c: _profiled_capacity(capacity, *c) for c in missing}
-        more, more_trials = max_sustainable_rate(model, missing, start, step=step, runs=s["runs"], runner=runner, log=log)
+        more, more_trials = max_sustainable_rate(model, missing, start, step=step, runs=s["runs"], runner=runner, log=log, decided=True)
         measured, trials = pd.concat([measured, more], ignore_index=True), pd.concat([trials, more_trials], ignore_index=True)
         ran.append("capacities: " + ", ".join(f"({M}, {N})" for M, N in missing))
     measured = measured.sort_values(["M", "N"], ignore_index=True)

@@ -488,3 +488,14 @@ def test_profile_refine_closes_in_on_capacity():
     assert coarse.overloaded and fine.overloaded
     assert coarse.offered / 1.5 < fine.offered < coarse.offered
     assert fine.offered < 11  # within 10% of the capacity; the climb stopped at 13.8
+
+
+def test_a_capacity_search_that_stops_decided_runs_finds_the_same_capacity():
+    """With `decided`, a rate's runs stop once 3 of 5 passed or failed (the seeds in
+    order): every verdict, and so the capacity, is the full search's, from fewer runs."""
+    full, full_trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False)
+    short, short_trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False, decided=True)
+    pd.testing.assert_frame_equal(short, full)
+    assert short_trials[["lambda", "passed"]].equals(full_trials[["lambda", "passed"]])
+    assert (short_trials["runs"] >= 3).all() and short_trials["runs"].sum() < full_trials["runs"].sum()
+    assert ((short_trials["passed_runs"] >= 3) | (short_trials["runs"] - short_trials["passed_runs"] >= 3)).all()

@@ -82,6 +82,20 @@ class _Search:
         return self.failed is not None and self.failed == self.passed + 1
 
 
+def _next_runs(served: list[bool], runs: int, success: float, decided: bool) -> int:
+    """How many more runs a rate needs before its verdict (at least `success` × `runs`
+    of them serve every request): all that are left, or — `decided` — the fewest that
+    could settle it either way, 0 once it is settled."""
+    left = runs - len(served)
+    if not decided:
+        return left
+    need = math.ceil(success * runs - 1e-9)  # passes that sustain the rate
+    passes, fails = sum(served), len(served) - sum(served)
+    if passes >= need or fails > runs - need:
+        return 0
+    return min(left, need - passes, runs - need + 1 - fails)
+
+
 def max_sustainable_rate(
     model,
     configs: list[tuple[int, int]],
@@ -98,12 +112,16 @@ def max_sustainable_rate(
     runner=None,
     max_rounds: int = 12,
     log: Callable[[str], None] | None = None,
+    decided: bool = False,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Returns (result: M, N, lambda_max, bracketed; trials: M, N, lambda, passed_runs,
     runs, passed). `extra` holds further model changes applied to every run (e.g. a
     mix); `runner` executes the runs elsewhere than the simulator (see `sweep`). At
     most `max_rounds` × runs × configurations runs; `log`: one line per run as it ends
-    (`RunLog`), in place of the progress bar."""
+    (`RunLog`), in place of the progress bar. `decided`: a rate's runs stop once its
+    verdict cannot change (with 5 runs and 60%, after 3 passes or 3 failures; seeds in
+    order, so the verdicts are the same, the trials' `runs` fewer) — for live runs,
+    each as long as the run."""
     loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     guess = start if isinstance(start, dict) else {c: start for c in configs}
@@ -115,24 +133,27 @@ def max_sustainable_rate(
         lines.start(f"capacity search of {len(searches)} configuration{'' if len(searches) == 1 else 's'}")
     while (active := [s for s in searches if not s.done]) and rounds < max_rounds:
         rounds += 1
-        plan = [(s, seed) for s in active for seed in range(1, runs + 1)]
-        planned = [Run({**(extra or {}), **setting.changes(s.M, s.N), RATE: s.at * step}, seed) for s, seed in plan]
-        outcome = sweep(
-            loaded,
-            planned,
-            partial(_verdict, setting.tier),
-            workers=workers,
-            scheduler=scheduler,
-            runner=runner,
-            progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress and not lines else None,
-            on_result=lines.step(f"capacity search round {rounds}", planned, lambda v: f"{'all served' if v[0] else 'not all served'} ({v[1]})")
-            if lines
-            else None,
-        )
+        served: dict[int, list[bool]] = {i: [] for i in range(len(active))}
+        while batch := [(i, len(served[i]) + k + 1) for i in served for k in range(_next_runs(served[i], runs, success, decided))]:
+            planned = [Run({**(extra or {}), **setting.changes(active[i].M, active[i].N), RATE: active[i].at * step}, seed) for i, seed in batch]
+            outcome = sweep(
+                loaded,
+                planned,
+                partial(_verdict, setting.tier),
+                workers=workers,
+                scheduler=scheduler,
+                runner=runner,
+                progress=f"capacity search, round {rounds} ({len(active)} configurations)" if progress and not lines else None,
+                on_result=lines.step(f"capacity search round {rounds}", planned, lambda v: f"{'all served' if v[0] else 'not all served'} ({v[1]})")
+                if lines
+                else None,
+            )
+            for (i, _), (ok, _) in zip(batch, outcome):
+                served[i].append(ok)
         for i, s in enumerate(active):
-            ok = sum(served for served, _ in outcome[i * runs : (i + 1) * runs])
+            ok = sum(served[i])
             passed = ok >= success * runs
-            trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": runs, "passed": passed})
+            trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": len(served[i]), "passed": passed})
             s.record(passed)
         if lines:
             lines.bound((max_rounds - rounds) * runs * sum(not s.done for s in searches))
