@@ -191,13 +191,13 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     predicted.to_csv(out / "twin_capacities.csv", index=False)
     measured, trials = _recorded_capacities(out, configs) if resume else (pd.DataFrame(), pd.DataFrame())
     if len(measured):
-        reused.append("capacities: " + ", ".join(f"({M}, {N})" for M, N in zip(measured.M, measured.N)))
+        reused.append(_capacities_label(zip(measured.M, measured.N)))
     missing = [c for c in configs if c not in set(zip(measured.get("M", []), measured.get("N", [])))]
     if missing:
         start = {c: _profiled_capacity(capacity, *c) for c in missing}
         more, more_trials = max_sustainable_rate(model, missing, start, step=step, runs=s["runs"], runner=runner, log=log, decided=True)
         measured, trials = pd.concat([measured, more], ignore_index=True), pd.concat([trials, more_trials], ignore_index=True)
-        ran.append("capacities: " + ", ".join(f"({M}, {N})" for M, N in missing))
+        ran.append(_capacities_label(missing))
     measured = measured.sort_values(["M", "N"], ignore_index=True)
     table = measured.merge(predicted.rename(columns={"lambda_max": "twin", "bracketed": "twin_bracketed"}), on=["M", "N"])
     table["paper"] = [float(paper.loc[(M, N)]) for M, N in zip(table.M, table.N)]
@@ -240,6 +240,11 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "reused": reused,
         "ran_live": ran,
     }
+
+
+def _capacities_label(configs) -> str:
+    """`capacities: (4, 2), (8, 4)`, as testbed.json's `reused` and `ran_live` list them."""
+    return "capacities: " + ", ".join(f"({M}, {N})" for M, N in configs)
 
 
 def _recorded_capacities(out: Path, configs: list[tuple[int, int]]) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -484,7 +484,7 @@ def _type(
     """One type's measured demands and its twin programs (app and database tier); the
     app tier's CPU demands divided by the process's `speed`, each with `contention`;
     first, `away` seconds of delay outside the server (`_outside_the_server`)."""
-    cpu = lambda dist: {"cpu": dist} | ({"contention": contention} if contention else {})  # noqa: E731
+    cpu = lambda demand: {"cpu": demand} | ({"contention": contention} if contention else {})  # noqa: E731
     c = lambda name: r[f"{m.tier}.{name}"].to_numpy(dtype=float)  # noqa: E731
     embedded = m.db_tier is None
     interp = (c("cpu_time") - c("pool_cpu_time") - (c("db_cpu_time") if embedded else 0.0)) / speed
