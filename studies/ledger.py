@@ -78,7 +78,9 @@ def block() -> str:
             lines += [f"#### {study} — `{folder.relative_to(ROOT)}/claims.json`: {counts}", ""]
             lines += ["| claim | paper | ours | criterion | verdict | note |", "|---|---|---|---|---|---|"]
             for c in claims:
-                row = [c["claim"], c["paper"], c["ours"], c["criterion"], f"**{c['verdict']}**", c.get("note", "")]
+                # A miss whose study names no mechanism says so (README: "How a claim is scored").
+                note = c.get("note", "not diagnosed" if c["verdict"] == "not reproduced" else "")
+                row = [c["claim"], c["paper"], c["ours"], c["criterion"], f"**{c['verdict']}**", note]
                 lines.append("| " + " | ".join(cell(x) for x in row) + " |")
             lines.append("")
     return "\n".join([*lines, END])

@@ -148,6 +148,32 @@ def test_the_same_seed_walks_the_same_sessions(stub):
     assert len(walks[0]) == 200 and walks[0] == walks[1]
 
 
+@pytest.mark.parametrize("population", [{"clients": 1}, {"session_rate": 25.0}], ids=["closed", "open"])
+def test_live_and_simulated_one_seed_walks_the_same_sessions(stub, population):
+    """The generator and the simulator seed each session's streams alike (a closed
+    client's for all its sessions, an open population's n-th arrival's for its own), so
+    session n walks the same pages live and simulated, whatever the server's timing. (One
+    closed client: with more, sessions are numbered in the order the clients' timing
+    starts them.)"""
+    model = _model({"A": {"A": 0.3, "B": 0.5, "END_OF_SESSION": 0.2}, "B": {"A": 0.6, "END_OF_SESSION": 0.4}}, "A", think={"exponential": 0.01})
+    model["workload"]["population"] = population
+    model["run"] = {"duration": 3.0, "warmup": 0, "seed": 11, "records": True}
+    live = tierlab.live.generate_load(model, {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}, target=stub)
+    simulated = tierlab.simulate(model)
+
+    def walks(trace) -> dict:
+        r = trace.requests.sort_values("start")
+        return {sid: list(r.type.astype(str)[r.session == sid]) for sid in r.session.unique()}
+
+    ours, theirs = walks(live), walks(simulated)
+    compared = sorted(set(ours) & set(theirs))
+    assert len(compared) >= 20 and sum(len(ours[s]) > 1 for s in compared) >= 10
+    for sid in compared:  # the run's end cuts a session wherever its timing put it
+        a, b = ours[sid], theirs[sid]
+        n = min(len(a), len(b))
+        assert a[:n] == b[:n], (sid, a, b)
+
+
 def test_an_unreachable_target_is_a_clear_error_before_the_run():
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

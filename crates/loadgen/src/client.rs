@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, timeout, Instant};
 use workload::burst::Phases;
-use workload::rng::{splitmix, Stream, Streams};
+use workload::rng::{burst_streams, client_streams, session_streams, Stream, Streams};
 use workload::spec::Population;
 use workload::walk::{Navigator, Walk};
 
@@ -96,7 +96,7 @@ pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
             for i in 0..clients {
                 let (sh, phase) = (sh.clone(), phase.clone());
                 tasks.spawn(async move {
-                    let mut rng = Streams::new(splitmix(sh.cfg.seed, i as u64));
+                    let mut rng = client_streams(sh.cfg.seed, i as u64);
                     let mut browser = Browser::default();
                     while session(&sh, &mut rng, &mut browser, phase.clone(), None).await {}
                 });
@@ -111,15 +111,10 @@ pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
     tasks
 }
 
-/// Seed index of the burst phases' streams (clients use 0..N, open sessions 2^40 + n).
-const BURST_SEED: u64 = 1 << 41;
-
 /// The burst phase as a watch channel, switched by its own task (MMPP: exponential
 /// sojourns, started in the stationary distribution). Without bursts, phase 0 forever.
 fn bursts(sh: &Arc<Shared>, tasks: &mut tokio::task::JoinSet<()>) -> watch::Receiver<usize> {
-    // Streams of their own: the arrival task draws its gaps from `cfg.seed`'s, and
-    // sharing them would tie the phase switches to the arrivals.
-    let (phases, mut rng) = (sh.phases, Streams::new(splitmix(sh.cfg.seed, BURST_SEED)));
+    let (phases, mut rng) = (sh.phases, burst_streams(sh.cfg.seed));
     if !phases.modulated() {
         return watch::channel(0).1;
     }
@@ -155,10 +150,11 @@ async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>)
             _ = sleep_until(at) => {
                 let (child, child_phase) = (sh.clone(), phase.clone());
                 arrived += 1; // the n-th session draws from its own streams, whatever the timing
-                let seed = splitmix(sh.cfg.seed, (1 << 40) + arrived);
+                let seed = sh.cfg.seed;
                 sessions.spawn(async move {
-                    let mut rng = Streams::new(seed);
-                    session(&child, &mut rng, &mut Browser::default(), child_phase, Some(at)).await;
+                    let mut rng = session_streams(seed, arrived);
+                    let arrival = Some((arrived, at));
+                    session(&child, &mut rng, &mut Browser::default(), child_phase, arrival).await;
                 });
                 at += gap(&mut rng, *phase.borrow());
             }
@@ -191,17 +187,20 @@ async fn think(sh: &Shared, rng: &mut Streams, phase: &mut watch::Receiver<usize
     }
 }
 
-/// Run one session; false once the run's time is up. `arrived`: the first request's
-/// send time (open population) — None to think first (closed population).
+/// Run one session; false once the run's time is up. `arrival`: the session's number
+/// among the arrivals and its first request's send time (open population) — None to
+/// number it when it starts and think first (closed population). An open session's
+/// number is its arrival's, as in the simulator, whatever order the tasks start in.
 async fn session(
     sh: &Shared,
     rng: &mut Streams,
     browser: &mut Browser,
     mut phase: watch::Receiver<usize>,
-    arrived: Option<Instant>,
+    arrival: Option<(u64, Instant)>,
 ) -> bool {
     let w = &sh.cfg.workload;
-    let sid = sh.next_session.fetch_add(1, Relaxed) + 1;
+    let sid = arrival.map_or_else(|| sh.next_session.fetch_add(1, Relaxed) + 1, |a| a.0);
+    let arrived = arrival.map(|a| a.1);
     let mut walk = Walk::default();
     let start = arrived.unwrap_or_else(Instant::now);
     let now_s = sh.since_start(start);

@@ -1,8 +1,7 @@
 //! What the Python side sends: the model's workload (engine JSON) and the mapping of
 //! request types to HTTP requests, already validated by `tierlab.live.mapping`.
 
-use rand::RngExt;
-use rand_pcg::Pcg64Mcg;
+use rand::{Rng, RngExt};
 use serde::Deserialize;
 use workload::spec::Workload;
 
@@ -79,7 +78,7 @@ pub enum Draw {
 }
 
 impl Draw {
-    pub fn sample(&self, rng: &mut Pcg64Mcg) -> String {
+    pub fn sample(&self, rng: &mut impl Rng) -> String {
         match self {
             Draw::Int { low, high } => rng.random_range(*low..=*high).to_string(),
             Draw::Choice { options } => options[rng.random_range(0..options.len())].clone(),

@@ -194,7 +194,11 @@ impl Sim {
             .iter()
             .zip(&clusters)
             .any(|(t, c)| c.reads_homes(t.stateful));
-        let sessions = Sessions::new(&m.workload, if homes { m.tiers.len() } else { 0 });
+        let sessions = Sessions::new(
+            &m.workload,
+            if homes { m.tiers.len() } else { 0 },
+            m.run.seed,
+        );
         let obs = Observer::new(&m);
         Sim {
             rng: Streams::new(m.run.seed),

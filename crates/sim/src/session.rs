@@ -3,7 +3,7 @@
 
 use trace::summary::{mean, SessionSummary};
 use workload::burst::Phases;
-use workload::rng::Stream;
+use workload::rng::{burst_streams, client_streams, session_streams, Stream, Streams};
 use workload::spec::{Population, Workload};
 use workload::walk::{Navigator, Walk};
 
@@ -20,6 +20,9 @@ struct Session {
     wakes: Option<f64>,
     /// Multiplies the CPU work of the session's requests.
     weight: f64,
+    /// Its walk's, think times' and length's draws, seeded as the load generator seeds
+    /// them (`workload::rng::session_streams`).
+    rng: Streams,
     /// Per tier: the server (tier-local) that served the session last — its home, which
     /// holds its state on a stateful tier — and when its previous request reached that
     /// tier's dispatcher.
@@ -34,6 +37,8 @@ pub struct Sessions {
     phases: Phases,
     phase: usize,
     epoch: u32,
+    burst_rng: Streams,
+    seed: u64,
     slots: Vec<Session>,
     free: Vec<u32>,
     next_id: u64,
@@ -45,12 +50,14 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    pub fn new(w: &Workload, tiers: usize) -> Self {
+    pub fn new(w: &Workload, tiers: usize, seed: u64) -> Self {
         Sessions {
             tiers,
             phases: Phases::new(w.burst.as_ref()),
             phase: 0,
             epoch: 0,
+            burst_rng: burst_streams(seed),
+            seed,
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,
@@ -103,7 +110,8 @@ impl Sessions {
 
 impl Sim {
     pub(crate) fn start_workload(&mut self) {
-        self.sessions.phase = self.sessions.phases.start(&mut self.rng);
+        let s = &mut self.sessions;
+        s.phase = s.phases.start(&mut s.burst_rng);
         if self.sessions.phases.modulated() {
             self.schedule_burst_switch();
         }
@@ -118,8 +126,8 @@ impl Sim {
     }
 
     fn schedule_burst_switch(&mut self) {
-        let s = &self.sessions;
-        let t = self.now + s.phases.sojourn(s.phase, &mut self.rng);
+        let s = &mut self.sessions;
+        let t = self.now + s.phases.sojourn(s.phase, &mut s.burst_rng);
         self.events.push(t, Ev::BurstSwitch);
     }
 
@@ -187,12 +195,12 @@ impl Sim {
     }
 
     fn schedule_send(&mut self, slot: u32) {
-        let s = &self.sessions;
-        let think =
-            self.m.workload.think.sample(self.rng.get(Stream::Think)) / s.phases.factor(s.phase);
-        let wakes = self.now + think;
-        self.sessions.slots[slot as usize].wakes = Some(wakes);
-        let epoch = self.sessions.epoch;
+        let s = &mut self.sessions;
+        let sess = &mut s.slots[slot as usize];
+        let think = self.m.workload.think.sample(sess.rng.get(Stream::Think));
+        let wakes = self.now + think / s.phases.factor(s.phase);
+        sess.wakes = Some(wakes);
+        let epoch = s.epoch;
         self.events.push(
             wakes,
             Ev::Send {
@@ -214,26 +222,38 @@ impl Sim {
     /// Create a session and choose its first page; None if it ends before any request.
     fn begin_session(&mut self) -> Option<(u32, usize)> {
         let s = &mut self.sessions;
-        let slot = s.free.pop().unwrap_or_else(|| {
-            s.slots.push(Session::default());
-            (s.slots.len() - 1) as u32
-        });
+        let (w, now) = (&self.m.workload, self.now);
+        let (slot, new_slot) = match s.free.pop() {
+            Some(slot) => (slot, false),
+            None => {
+                s.slots.push(Session::default());
+                ((s.slots.len() - 1) as u32, true)
+            }
+        };
         s.next_id += 1;
         if s.measuring {
             s.started += 1;
         }
-        let (w, now) = (&self.m.workload, self.now);
         let sess = &mut s.slots[slot as usize];
         sess.id = s.next_id;
         sess.wakes = None;
+        // A closed population's slot is its client's (a client's next session takes the
+        // slot its last one freed), and the client's streams go on across its sessions.
+        match w.population {
+            Population::Open { .. } => sess.rng = session_streams(s.seed, s.next_id),
+            Population::Closed { .. } if new_slot => {
+                sess.rng = client_streams(s.seed, u64::from(slot))
+            }
+            Population::Closed { .. } => {}
+        }
         s.navigator
-            .begin(w, &mut sess.walk, self.rng.get(Stream::Session), now);
-        sess.weight = w.weight.sample(self.rng.get(Stream::Session));
+            .begin(w, &mut sess.walk, sess.rng.get(Stream::Session), now);
+        sess.weight = w.weight.sample(sess.rng.get(Stream::Session));
         sess.homes.clear();
         sess.homes.resize(s.tiers, (None, None));
         match s
             .navigator
-            .first(w, &mut sess.walk, self.rng.get(Stream::Navigation), now)
+            .first(w, &mut sess.walk, sess.rng.get(Stream::Navigation), now)
         {
             Some(ty) => Some((slot, ty)),
             None => {
@@ -247,7 +267,7 @@ impl Sim {
     pub(crate) fn request_done(&mut self, slot: u32) {
         let s = &mut self.sessions;
         let sess = &mut s.slots[slot as usize];
-        let rng = self.rng.get(Stream::Navigation);
+        let rng = sess.rng.get(Stream::Navigation);
         match s
             .navigator
             .next(&self.m.workload, &mut sess.walk, rng, self.now)
@@ -293,7 +313,7 @@ mod tests {
             "end": {"kind": "chain"},
         }))
         .unwrap();
-        let mut s = Sessions::new(&w, 2);
+        let mut s = Sessions::new(&w, 2, 1);
         s.slots.push(Session {
             homes: vec![(None, None); 2],
             ..Default::default()

@@ -1,8 +1,7 @@
 //! Probability distributions used for demands, think times, delays and sizes.
 
-use rand::RngExt;
+use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Exp1, LogNormal, StandardNormal};
-use rand_pcg::Pcg64Mcg;
 use serde::Deserialize;
 
 /// A distribution as sent by the Python model compiler (already validated there).
@@ -72,14 +71,14 @@ impl Dist {
     /// A draw. A constant (a session's usual weight of 1, a fixed time) is read where
     /// it is used, without a call: the random kinds' code is too large to inline.
     #[inline]
-    pub fn sample(&self, rng: &mut Pcg64Mcg) -> f64 {
+    pub fn sample(&self, rng: &mut impl Rng) -> f64 {
         match self {
             Dist::Constant { value } => *value,
             _ => self.draw(rng),
         }
     }
 
-    fn draw(&self, rng: &mut Pcg64Mcg) -> f64 {
+    fn draw(&self, rng: &mut impl Rng) -> f64 {
         match self {
             Dist::Constant { .. } => unreachable!("read inline by sample"),
             Dist::Exponential { mean, max } => {
@@ -121,6 +120,7 @@ impl Dist {
 mod tests {
     use super::*;
     use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
 
     /// The analytic mean, to compare sampled means against.
     fn mean(d: &Dist) -> f64 {

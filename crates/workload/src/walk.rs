@@ -2,8 +2,7 @@
 //! history, and when the session ends. One implementation, used by the simulator and
 //! by the live load generator alike.
 
-use rand::RngExt;
-use rand_pcg::Pcg64Mcg;
+use rand::{Rng, RngExt};
 
 use crate::spec::{SessionEnd, StateRole, Workload};
 
@@ -51,7 +50,7 @@ impl Navigator {
 
     /// Reset `walk` for a new session at time `now`: draws its length or deadline
     /// (from `rng`, the session stream) and keeps the history's allocation.
-    pub fn begin(&self, w: &Workload, walk: &mut Walk, rng: &mut Pcg64Mcg, now: f64) {
+    pub fn begin(&self, w: &Workload, walk: &mut Walk, rng: &mut impl Rng, now: f64) {
         let (limit, deadline) = match &w.end {
             SessionEnd::Chain => (u64::MAX, f64::INFINITY),
             SessionEnd::AfterRequests { count } => {
@@ -71,7 +70,7 @@ impl Navigator {
         &self,
         w: &Workload,
         walk: &mut Walk,
-        rng: &mut Pcg64Mcg,
+        rng: &mut impl Rng,
         now: f64,
     ) -> Option<usize> {
         match w.chain.roles[walk.state] {
@@ -89,7 +88,7 @@ impl Navigator {
         &self,
         w: &Workload,
         walk: &mut Walk,
-        rng: &mut Pcg64Mcg,
+        rng: &mut impl Rng,
         now: f64,
     ) -> Option<usize> {
         walk.requests += 1;
@@ -105,7 +104,7 @@ impl Navigator {
         &self,
         w: &Workload,
         walk: &mut Walk,
-        rng: &mut Pcg64Mcg,
+        rng: &mut impl Rng,
         now: f64,
     ) -> Option<usize> {
         let chain = &w.chain;
@@ -154,7 +153,7 @@ impl Navigator {
 }
 
 /// The next state from a row of cumulative probabilities.
-fn draw(row: &[f64], rng: &mut Pcg64Mcg) -> usize {
+fn draw(row: &[f64], rng: &mut impl Rng) -> usize {
     let u = rng.random::<f64>() * row[row.len() - 1];
     row.partition_point(|c| *c <= u).min(row.len() - 1)
 }
@@ -178,6 +177,7 @@ fn only_outcome(row: &[f64]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use rand::SeedableRng;
+    use rand_pcg::Pcg64Mcg;
 
     use super::*;
     use crate::dist::Dist;

@@ -31,16 +31,14 @@ PERCENTILES = ("mean", "p50", "p90", "p99")
 # same start-up transient (sessions that outlast the warm-up have not all started by
 # then: simulated three times as long, the twin was nearer steady state than the live
 # run and over-predicted its throughput by 18-26% at 40% of capacity in
-# studies/twin.py's first run), and with the step's seed: the live generator draws the
-# sessions' arrivals from the simulator's streams, so both start the same sessions (at
-# seed 1 and 14.93 offered, 13.8/s both). Their pages and think times are not the same
-# draws: the generator gives each session streams of its own, the simulator draws all
-# sessions' from shared streams in event order (in both testbeds' first calibration run
-# session 2 walked NEWP, PROD, ... live and SREQ, SRES on the twin), so a light step
-# still compares two samples of walks. (The mean of three
-# seeds compared one 20 s sample of arrivals with their expectation: +4.7% to +8.3% at
-# every 40% step of studies/results/twin's SQLite testbed, -0.9% to +3.0% with the
-# step's own seed.)
+# studies/twin.py's first run), and with the step's seed: the generator and the
+# simulator seed the session arrivals and each session's walk and think times alike
+# (workload::rng), so a step's sessions are the same draws live and on the twin, and
+# the step compares two systems, not two samples of walks. (The mean of three seeds
+# compared one 20 s sample of arrivals with their expectation: +4.7% to +8.3% at every
+# 40% step of studies/results/twin's SQLite testbed; with the step's seed and the walks
+# drawn from shared streams in event order, PostgreSQL's light steps were still 10.7% to
+# 13.3% low; with the same walks, -0.4% to +0.8%.)
 
 
 def verify(
