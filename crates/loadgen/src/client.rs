@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, timeout, Instant};
 use workload::burst::Phases;
-use workload::rng::{burst_streams, client_streams, session_streams, Stream, Streams};
+use workload::rng::{burst_streams, client_seed, session_seed, Stream, Streams};
 use workload::spec::Population;
 use workload::walk::{Navigator, Walk};
 
@@ -96,7 +96,7 @@ pub fn start(sh: &Arc<Shared>) -> tokio::task::JoinSet<()> {
             for i in 0..clients {
                 let (sh, phase) = (sh.clone(), phase.clone());
                 tasks.spawn(async move {
-                    let mut rng = client_streams(sh.cfg.seed, i as u64);
+                    let mut rng = Streams::new(client_seed(sh.cfg.seed, i as u64));
                     let mut browser = Browser::default();
                     while session(&sh, &mut rng, &mut browser, phase.clone(), None).await {}
                 });
@@ -152,7 +152,7 @@ async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>)
                 arrived += 1; // the n-th session draws from its own streams, whatever the timing
                 let seed = sh.cfg.seed;
                 sessions.spawn(async move {
-                    let mut rng = session_streams(seed, arrived);
+                    let mut rng = Streams::new(session_seed(seed, arrived));
                     let arrival = Some((arrived, at));
                     session(&child, &mut rng, &mut Browser::default(), child_phase, arrival).await;
                 });

@@ -3,7 +3,7 @@
 
 use trace::summary::{mean, SessionSummary};
 use workload::burst::Phases;
-use workload::rng::{burst_streams, client_streams, session_streams, Stream, Streams};
+use workload::rng::{burst_streams, client_seed, session_seed, Stream, Streams};
 use workload::spec::{Population, Workload};
 use workload::walk::{Navigator, Walk};
 
@@ -21,7 +21,7 @@ struct Session {
     /// Multiplies the CPU work of the session's requests.
     weight: f64,
     /// Its walk's, think times' and length's draws, seeded as the load generator seeds
-    /// them (`workload::rng::session_streams`).
+    /// them (`workload::rng::session_seed`).
     rng: Streams,
     /// Per tier: the server (tier-local) that served the session last — its home, which
     /// holds its state on a stateful tier — and when its previous request reached that
@@ -240,9 +240,9 @@ impl Sim {
         // A closed population's slot is its client's (a client's next session takes the
         // slot its last one freed), and the client's streams go on across its sessions.
         match w.population {
-            Population::Open { .. } => sess.rng = session_streams(s.seed, s.next_id),
+            Population::Open { .. } => sess.rng.reseed(session_seed(s.seed, s.next_id)),
             Population::Closed { .. } if new_slot => {
-                sess.rng = client_streams(s.seed, u64::from(slot))
+                sess.rng.reseed(client_seed(s.seed, u64::from(slot)))
             }
             Population::Closed { .. } => {}
         }

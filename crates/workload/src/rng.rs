@@ -67,6 +67,14 @@ impl Streams {
         }))
     }
 
+    /// Start over from `seed`, in place (a session's slot is reused for the next).
+    pub fn reseed(&mut self, seed: u64) {
+        for g in &mut self.0 {
+            g.streams_seed = seed;
+            g.pcg = None;
+        }
+    }
+
     #[inline]
     pub fn get(&mut self, s: Stream) -> &mut Generator {
         &mut self.0[s as usize]
@@ -79,18 +87,18 @@ impl Default for Streams {
     }
 }
 
-/// The streams of a run's sessions, seeded alike by the load generator and the
+/// The seeds of a run's sessions' streams, used alike by the load generator and the
 /// simulator, so that one seed gives the same walks and think times live and
 /// simulated, whatever the order in which the sessions' requests finish: a closed
 /// population's client `i` (from 0) keeps its streams across its sessions; an open
 /// population's `n`-th session (from 1) has its own. The run's own streams
 /// (`Streams::new(seed)`) draw the session arrivals.
-pub fn client_streams(seed: u64, i: u64) -> Streams {
-    Streams::new(splitmix(seed, i))
+pub fn client_seed(seed: u64, i: u64) -> u64 {
+    splitmix(seed, i)
 }
 
-pub fn session_streams(seed: u64, n: u64) -> Streams {
-    Streams::new(splitmix(seed, (1 << 40) + n))
+pub fn session_seed(seed: u64, n: u64) -> u64 {
+    splitmix(seed, (1 << 40) + n)
 }
 
 /// The burst phases' switches: streams of their own, so that they are not tied to the
