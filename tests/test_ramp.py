@@ -77,10 +77,12 @@ def test_ramp_finds_the_capacity_of_a_closed_system():
 
 
 def test_knee_of_the_tpcw_example_ramp():
-    # The p90 turns between 2.4 and 2.8 sessions/s (0.53 → 0.84 → 2.2 s); the throughput
-    # saturates at 2.8, and past it time-outs hold the p90 near 10.9 s.
+    # The p90 turns between 2.4 and 2.8 sessions/s (0.54 → 1.0 → 2.3 s at seed 1); the
+    # throughput reaches the app CPU's ~40 requests/s at 2.8 or 3.0 (which step the rule
+    # calls saturated depends on the draws: 2.8 and 3.0 at two of the engine's ways of
+    # drawing the sessions' walks), and past it time-outs hold the p90 near 10.9 s.
     table, knee = ramp(ROOT / "examples" / "tpcw_2tier.yaml", np.round(np.arange(0.2, 4.01, 0.2), 1), workers=1, progress=None)
-    assert table.p90.iloc[-1] > 10 and knee.saturation == 2.8
+    assert table.p90.iloc[-1] > 10 and knee.saturation in (2.8, 3.0)
     assert 2.4 <= knee.load <= 2.8
 
 
