@@ -101,8 +101,7 @@ def test_a_single_run_reports_every_tenth_in_a_log():
 def test_sweeps_and_runs_say_what_they_do_in_a_log(tmp_path):
     # stderr is a pipe here: one line per run of the ramp; --duration/--warmup shorten
     # every run (180 s measured: ok = throughput × 180). Not much shorter: in 50 s the
-    # p90 of the 10 s think times' sessions need not grow with the load, and the knee's
-    # analysis refuses such a curve.
+    # p90 of the 10 s think times' sessions need not grow with the load.
     r = cli_run("ramp", str(EXAMPLES / "tpcw_2tier.yaml"), "--loads", "1,2,3", "--workers", "1", "--duration", "200", "--warmup", "20", "--out", str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert [line.split(" (")[0] for line in r.stderr.splitlines() if line.startswith("ramp:")] == ["ramp: 1/3", "ramp: 2/3", "ramp: 3/3"]

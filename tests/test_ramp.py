@@ -49,11 +49,12 @@ def test_knee_ignores_steps_where_nothing_completed():
     assert find_knee(x, y).load == 30
 
 
-def test_too_few_points_is_an_error():
+def test_too_few_points_is_an_error_and_too_few_before_saturation_no_knee():
     with pytest.raises(tierlab.InputError, match="at least 3 distinct loads"):
         find_knee([1, 2], [0.1, 0.2])
-    with pytest.raises(tierlab.InputError, match="up to saturation"):
-        find_knee([1, 2, 3, 4, 5], [0.1, 0.1, 0.2, 1, 2], throughput=[2, 2, 2, 2, 2])
+    # Measured steps, saturated from the first: no knee, said why (the steps are kept).
+    knee = find_knee([1, 2, 3, 4, 5], [0.1, 0.1, 0.2, 1, 2], throughput=[2, 2, 2, 2, 2])
+    assert knee.load is None and "only 1 step(s) up to saturation" in knee.method
 
 
 def _closed(step: dict) -> dict:

@@ -58,6 +58,8 @@ def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
     against clients); with the throughput, only the steps up to one beyond saturation
     count (see above). Points whose value is missing (nothing completed) are left out."""
     d = pd.DataFrame({"x": np.asarray(load, float), "y": np.asarray(value, float)}).dropna().sort_values("x")
+    if d.x.nunique() < 3:
+        raise InputError(f"a knee needs at least 3 distinct loads with a measured value (got {d.x.nunique()}); ramp in finer steps")
     saturation = None
     method = "kneedle (convex, increasing)"
     if throughput is not None:
@@ -69,6 +71,8 @@ def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
     # towards steep; Kneedle would take the plateau's end.
     d = d.iloc[: int(np.argmax(d.y.to_numpy())) + 1] if len(d) else d
     if d.x.nunique() < 3:
-        raise InputError(f"a knee needs at least 3 distinct loads with a measured value up to saturation (got {d.x.nunique()}); ramp in finer steps")
+        # The steps were measured: a curve that saturates (or peaks) that early has no
+        # knee to find here, which the caller reports beside the steps, not instead.
+        return Knee(None, None, f"{method}: only {d.x.nunique()} step(s) up to saturation or the peak, a knee needs 3", saturation)
     k = KneeLocator(d.x, d.y, curve="convex", direction="increasing", S=sensitivity)
     return Knee(None if k.knee is None else float(k.knee), None if k.knee_y is None else float(k.knee_y), method, saturation)

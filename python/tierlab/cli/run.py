@@ -73,8 +73,10 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
         out.print(table.to_string(index=False), markup=False, soft_wrap=True)
         if knee.load is None:
             out.print(
-                "no knee: the p90 curve does not turn from flat to steep over these loads; extend them (or leave --loads out to search for the range)",
+                f"no knee: the p90 curve does not turn from flat to steep over these loads [{knee.method}]; extend them, ramp in finer steps "
+                "or longer runs (or leave --loads out to search for the range)",
                 style="yellow",
+                markup=False,
             )
         else:
             out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
