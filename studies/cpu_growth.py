@@ -1,0 +1,119 @@
+"""Within one live run, does a request's own CPU grow with the requests it arrives
+among? (issue 16)
+
+The twin's largest misses are near capacity, where the live CPU per request grows with
+the load and the twin's does not (studies/results/twin/notes.md, point 3). Across
+configurations, one growth per thread held did not carry over (`twin calibrate
+--contention`), and across runs the interpreter's CPU outside the pool and the
+statements did not track the threads busy (studies/results/contention). This study
+looks inside a run instead, request by request, in the live calibration traces the
+twin studies committed (SQLite and PostgreSQL at (M, N) = (8, 4), a light and a heavy
+run each): a request's handler CPU (the middleware's thread CPU time, `app.cpu_time`),
+divided by the mean of its type over the requests that arrived to an empty system, and
+grouped by how many other requests were in the system (sent and not yet answered) when
+it was sent. That count is fixed before the request runs, so a long request cannot
+raise its own count, as it would the mean concurrency over its life. Requests sent
+within MARGIN of the measured period's ends are left out: the records hold only
+requests sent after the warm-up and answered before the end, so their counts there
+would miss some of the others.
+
+    python studies/cpu_growth.py      # seconds: reads the committed traces, runs nothing
+
+The criterion, written after looking at the full study's two heavy runs (SQLite: 0.88
+of the base with none in the system, about 1.6 with 8 or more; PostgreSQL: 0.87 and
+about 1.2, levelling from 8 on) and before reading twin_quick's, which is the test:
+in twin_quick's heavy run, the requests sent among 8 or more others use at least 1.25×
+the CPU of those sent to an empty system, and the growth levels off at the thread
+count (8): those sent among 16 or more within 10% of those sent among 8–15."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from claims import Criterion, Ledger
+from provenance import RESULTS, output_dir, study_parser, write_result
+
+TRACES = {
+    "twin_quick/sqlite": "the test",
+    "twin/sqlite": "seen before the criterion",
+    "twin/postgres": "seen before the criterion",
+}
+MARGIN = 2.0  # seconds at each end of the measured period
+BINS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, None)]
+GROWTH, LEVEL = 1.25, 0.10
+
+
+def label(lo: int, hi: int | None) -> str:
+    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}-{hi}"
+
+
+def others_at_send(r: pd.DataFrame) -> np.ndarray:
+    """Per request, the other requests sent before it and not yet answered."""
+    sent, answered = np.sort(r.start.to_numpy()), np.sort(r.end.to_numpy())
+    t = r.start.to_numpy()
+    return np.searchsorted(sent, t, side="left") - np.searchsorted(answered, t, side="right")
+
+
+def requests(folder: Path) -> pd.DataFrame:
+    """The run's served requests sent away from its ends, with `others` and `type`."""
+    r = pd.read_parquet(folder / "requests.parquet")
+    r = r.assign(others=others_at_send(r), type=r.type.astype(str))
+    lo, hi = r.start.min() + MARGIN, r.end.max() - MARGIN
+    return r[(r.status == "ok") & (r.start >= lo) & (r.start <= hi)]
+
+
+def growth(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per run and bin of `others`: requests and their mean CPU relative to their type's
+    mean over the requests of both runs that arrived to an empty system."""
+    both = pd.concat(runs.values())
+    base = both[both.others == 0].groupby("type")["app.cpu_time"].mean()
+    rows = []
+    for run, r in runs.items():
+        rel = r["app.cpu_time"] / r.type.map(base)
+        for lo, hi in BINS:
+            inside = (r.others >= lo) & (r.others <= (hi if hi is not None else np.inf)) & rel.notna()
+            rows.append(
+                {"run": run, "others": label(lo, hi), "requests": int(inside.sum()), "cpu_vs_empty": float(rel[inside].mean()) if inside.any() else None}
+            )
+    return pd.DataFrame(rows)
+
+
+def main() -> None:
+    a = study_parser(__doc__, quick=False).parse_args()
+    out = output_dir("cpu_growth", a)
+    tables = []
+    for source, role in TRACES.items():
+        folder = RESULTS / source / "calibration"
+        runs = {run.name: requests(run) for run in sorted(folder.iterdir())}
+        tables.append(growth(runs).assign(traces=source, role=role))
+    table = pd.concat(tables)[["traces", "role", "run", "others", "requests", "cpu_vs_empty"]]
+    table.to_csv(out / "growth.csv", index=False)
+    print(table.to_string(index=False))
+    test = table[(table.traces == "twin_quick/sqlite") & (table.run == "run2")].set_index("others")
+    at = test["cpu_vs_empty"]
+    ledger = Ledger()
+    ledger.check(
+        "a request's own CPU grows with the requests it is sent among: in twin_quick's heavy calibration run (SQLite, (8, 4)), those sent among 8 or more others use at least 1.25x the CPU of those sent to an empty system",
+        GROWTH,
+        float(np.average(at[["8-15", "16+"]], weights=test.loc[["8-15", "16+"], "requests"]) / at["0"]),
+        Criterion(f"ratio ≥ {GROWTH}", lambda ours, bound: ours >= bound),
+        "the CPU per request does not grow with the requests in the system within the run (growth.csv)",
+        assumes="the middleware's thread CPU per request, per type; the count at the request's send time, from the client's times",
+    )
+    ledger.check(
+        "the growth levels off at the thread count (8): in the same run, those sent among 16 or more others within 10% of those sent among 8–15",
+        LEVEL,
+        abs(float(at["16+"] / at["8-15"]) - 1),
+        Criterion(f"|ratio − 1| ≤ {LEVEL}", lambda ours, bound: ours <= bound),
+        "the CPU per request goes on growing past the thread count: it is not the threads busy that it follows (growth.csv)",
+        assumes="the same; both bins hold requests: " + ", ".join(f"{b} {int(test.loc[b, 'requests'])}" for b in ("8-15", "16+")),
+    )
+    ledger.write(out)
+    write_result(out, {"traces": TRACES, "margin_s": MARGIN, "growth": table.to_dict(orient="records")}, [])
+
+
+if __name__ == "__main__":
+    main()
