@@ -30,6 +30,7 @@ PAPERS = {
         "capacity_repeat",
         "cpu_drift",
         "gil_wait",
+        "cpu_growth",
         "contention",
     ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
