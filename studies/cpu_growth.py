@@ -57,22 +57,61 @@ def others_at_send(r: pd.DataFrame) -> np.ndarray:
     return np.searchsorted(sent, t, side="left") - np.searchsorted(answered, t, side="right")
 
 
+def threads_at_start(r: pd.DataFrame) -> pd.DataFrame:
+    """Per request, at the moment it got its thread: the other requests holding a
+    thread (`held`), and of them those not waiting for a connection (`computing`). A
+    request's timeline is rebuilt from its phases in the order the bookstore's handler
+    goes through them (a wait for a thread, work before its first connection request,
+    the wait for a connection, the rest), its time outside the server split evenly
+    before and after (about 1.5 ms each way: the counts are approximate at that scale)."""
+    outside = (r.response_time - r["app.time"]) / 2
+    got_thread = r.start + outside + r["app.wait_thread"]
+    db_wait_from = got_thread + r["app.before_db"]
+    t = got_thread.to_numpy()
+
+    def containing(a: pd.Series, b: pd.Series) -> np.ndarray:
+        """How many of the intervals [a, b) hold each request's `got_thread`."""
+        return np.searchsorted(np.sort(a.to_numpy()), t, side="right") - np.searchsorted(np.sort(b.to_numpy()), t, side="right")
+
+    held = containing(got_thread, r.start + outside + r["app.time"]) - 1  # not itself
+    return r.assign(held=held, computing=held - containing(db_wait_from, db_wait_from + r["app.wait_db"]))
+
+
 def requests(folder: Path) -> pd.DataFrame:
     """The run's served requests sent away from its ends, with `others` and `type`."""
     r = pd.read_parquet(folder / "requests.parquet")
-    r = r.assign(others=others_at_send(r), type=r.type.astype(str))
+    r = threads_at_start(r.assign(others=others_at_send(r), type=r.type.astype(str)))
     lo, hi = r.start.min() + MARGIN, r.end.max() - MARGIN
     return r[(r.status == "ok") & (r.start >= lo) & (r.start <= hi)]
+
+
+def empty_base(runs: dict[str, pd.DataFrame]) -> pd.Series:
+    """Per type, the mean handler CPU of both runs' requests sent to an empty system."""
+    both = pd.concat(runs.values())
+    return both[both.others == 0].groupby("type")["app.cpu_time"].mean()
+
+
+def relative(r: pd.DataFrame, base: pd.Series) -> pd.Series:
+    """Each request's handler CPU ÷ its type's in `base`."""
+    return r["app.cpu_time"] / r.type.map(base)
+
+
+def held_and_computing(run: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
+    """The heavy run's relative CPU by the threads held by others and, of them, those
+    computing, when the request got its thread. Held is at most 7 at (8, 4), but the
+    rebuilt timelines overlap by a millisecond or so, hence one bin for 4 and more."""
+    rel = relative(run, base)
+    cells = [pd.cut(run.held, [-1, 3, 100], labels=["0-3", "4+"]), pd.cut(run.computing, [-100, 1, 3, 100], labels=["0-1", "2-3", "4+"])]
+    return rel.groupby(cells, observed=True).agg(["size", "mean"]).rename(columns={"size": "requests", "mean": "cpu_vs_empty"}).reset_index()
 
 
 def growth(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per run and bin of `others`: requests and their mean CPU relative to their type's
     mean over the requests of both runs that arrived to an empty system."""
-    both = pd.concat(runs.values())
-    base = both[both.others == 0].groupby("type")["app.cpu_time"].mean()
+    base = empty_base(runs)
     rows = []
     for run, r in runs.items():
-        rel = r["app.cpu_time"] / r.type.map(base)
+        rel = relative(r, base)
         for lo, hi in BINS:
             inside = (r.others >= lo) & (r.others <= (hi if hi is not None else np.inf)) & rel.notna()
             rows.append(
@@ -84,11 +123,15 @@ def growth(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
 def main() -> None:
     a = study_parser(__doc__, quick=False).parse_args()
     out = output_dir("cpu_growth", a)
-    tables = []
+    tables, splits = [], []
     for source, role in TRACES.items():
         folder = RESULTS / source / "calibration"
         runs = {run.name: requests(run) for run in sorted(folder.iterdir())}
         tables.append(growth(runs).assign(traces=source, role=role))
+        splits.append(held_and_computing(runs["run2"], empty_base(runs)).assign(traces=source))
+    split = pd.concat(splits)[["traces", "held", "computing", "requests", "cpu_vs_empty"]]
+    split.to_csv(out / "held_and_computing.csv", index=False)
+    print(split.to_string(index=False))
     table = pd.concat(tables)[["traces", "role", "run", "others", "requests", "cpu_vs_empty"]]
     table.to_csv(out / "growth.csv", index=False)
     print(table.to_string(index=False))
