@@ -1,0 +1,86 @@
+"""Past the threads an (8, 4) run can hold, does a request's CPU go on growing? (issue 16)
+
+`cpu_growth.py` found, in the (8, 4) calibration runs, that a request's handler CPU
+grows with the threads other requests hold when it gets its own (0.96× the base with 3
+or fewer, 1.47–1.69× with 4 or more), whether they compute or wait for a connection.
+The twin's growth per thread held, fitted there, rated PostgreSQL's (16, 2) 33% low,
+where live sustained as much with 16 threads as with 4. This study runs one heavy live
+run at (16, 2) on SQLite (LOAD sessions/s, twin.py's model and run lengths), keeps its
+records (`run/requests.parquet`), and splits it as `cpu_growth.py` splits the (8, 4)
+runs, by the threads held by others when a request got its thread.
+
+    python studies/cpu_growth_live.py            # SQLite, about 2 min
+    python studies/cpu_growth_live.py --resume   # re-analyse the saved run
+
+The criteria, written before the run, on the handler CPU per request divided by its
+type's mean over the run's requests sent to an empty system:
+1. the growth of the (8, 4) runs repeats: those that found 4–7 threads held use at least
+   1.25× the CPU of those that found 0–3;
+2. it stops there: those that found 8 or more use within 10% of those that found 4–7 —
+   which a growth per thread held, carried to 16 threads, gets wrong.
+Each side needs 30 requests, else the claim is not reproduced. Live timings are the
+machine's; the run does not regenerate exactly, its analysis does (`--resume`)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from cpu_growth import empty_base, relative, requests
+
+from claims import Criterion, Ledger
+from provenance import output_dir, study_parser, write_result
+from twin import live_setup, own_testbed, sizes
+
+M, N, LOAD = 16, 2, 26.0
+GROWTH, FLAT, ENOUGH = 1.25, 0.10, 30
+HELD = [(0, 3), (4, 7), (8, 11), (12, 15)]
+
+
+def main() -> None:
+    ap = study_parser(__doc__, quick=False)
+    ap.add_argument("--resume", action="store_true", help="re-analyse the run saved in the output folder")
+    a = ap.parse_args()
+    out = output_dir("cpu_growth_live", a)
+    run = out / "run"
+    if not (a.resume and (run / "requests.parquet").exists()):
+        with own_testbed("cpu-growth-live", "sqlite") as bed:
+            _, runner, model = live_setup(bed, sizes(False), out)
+            at = {"tiers.app.pools.threads.size": M, "tiers.app.pools.db.size": N, "workload.population.session_rate": LOAD}
+            trace = runner(model.with_changes(at))
+        run.mkdir(exist_ok=True)
+        trace.requests.to_parquet(run / "requests.parquet")
+        print(f"requests: {trace.summary['requests']}")
+    r = requests(run)
+    r = r.assign(rel=relative(r, empty_base({"run": r})))
+    rows = []
+    for lo, hi in HELD:
+        inside = r.held.between(lo, hi) & r.rel.notna()
+        rows.append({"held": f"{lo}-{hi}", "requests": int(inside.sum()), "cpu_vs_empty": float(r.rel[inside].mean()) if inside.any() else None})
+    table = pd.DataFrame(rows).set_index("held")
+    table.to_csv(out / "by_held.csv")
+    print(table.to_string())
+    cpu, n = table.cpu_vs_empty, table.requests
+    more = r.held >= 8
+    eight_plus = (float(r.rel[more].mean()), int(more.sum()))
+    ledger = Ledger()
+    ledger.check(
+        "at (16, 2), a request's CPU grows with the threads held by others as in the (8, 4) runs: those that found 4-7 use at least 1.25x the CPU of those that found 0-3",
+        GROWTH,
+        float(cpu["4-7"] / cpu["0-3"]) if min(n["4-7"], n["0-3"]) >= ENOUGH else None,
+        Criterion(f"ratio ≥ {GROWTH}, {ENOUGH} requests a side", lambda ours, bound: ours is not None and ours >= bound),
+        "the growth with the threads held does not repeat at (16, 2) (by_held.csv)",
+        assumes=f"one live run at {LOAD:g} sessions/s; {n['0-3']} and {n['4-7']} requests; timelines rebuilt from the phases (cpu_growth.py)",
+    )
+    ledger.check(
+        "at (16, 2) the growth stops at the threads an (8, 4) run can hold: those that found 8 or more threads held within 10% of those that found 4-7",
+        FLAT,
+        abs(eight_plus[0] / float(cpu["4-7"]) - 1) if min(eight_plus[1], n["4-7"]) >= ENOUGH else None,
+        Criterion(f"|ratio − 1| ≤ {FLAT}, {ENOUGH} requests a side", lambda ours, bound: ours is not None and ours <= bound),
+        "the CPU goes on growing past 7 threads held (by_held.csv): a growth per thread held should then carry to 16 threads",
+        assumes=f"the same run; {eight_plus[1]} requests found 8 or more",
+    )
+    ledger.write(out)
+    write_result(out, {"M": M, "N": N, "load": LOAD, "by_held": table.reset_index().to_dict(orient="records"), "held_8_plus": eight_plus}, [])
+
+
+if __name__ == "__main__":
+    main()
