@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tierlab.experiments.twin.measured import threads_at_start
+
 from claims import Criterion, Ledger
 from provenance import RESULTS, output_dir, study_parser, write_result
 
@@ -57,30 +59,11 @@ def others_at_send(r: pd.DataFrame) -> np.ndarray:
     return np.searchsorted(sent, t, side="left") - np.searchsorted(answered, t, side="right")
 
 
-def threads_at_start(r: pd.DataFrame) -> pd.DataFrame:
-    """Per request, at the moment it got its thread: the other requests holding a
-    thread (`held`), and of them those not waiting for a connection (`computing`). A
-    request's timeline is rebuilt from its phases in the order the bookstore's handler
-    goes through them (a wait for a thread, work before its first connection request,
-    the wait for a connection, the rest), its time outside the server split evenly
-    before and after (about 1.5 ms each way: the counts are approximate at that scale)."""
-    outside = (r.response_time - r["app.time"]) / 2
-    got_thread = r.start + outside + r["app.wait_thread"]
-    db_wait_from = got_thread + r["app.before_db"]
-    t = got_thread.to_numpy()
-
-    def containing(a: pd.Series, b: pd.Series) -> np.ndarray:
-        """How many of the intervals [a, b) hold each request's `got_thread`."""
-        return np.searchsorted(np.sort(a.to_numpy()), t, side="right") - np.searchsorted(np.sort(b.to_numpy()), t, side="right")
-
-    held = containing(got_thread, r.start + outside + r["app.time"]) - 1  # not itself
-    return r.assign(held=held, computing=held - containing(db_wait_from, db_wait_from + r["app.wait_db"]))
-
-
 def requests(folder: Path) -> pd.DataFrame:
     """The run's served requests sent away from its ends, with `others` and `type`."""
     r = pd.read_parquet(folder / "requests.parquet")
-    r = threads_at_start(r.assign(others=others_at_send(r), type=r.type.astype(str)))
+    r = r.assign(others=others_at_send(r), type=r.type.astype(str))
+    r = r.join(threads_at_start(r, "app"))
     lo, hi = r.start.min() + MARGIN, r.end.max() - MARGIN
     return r[(r.status == "ok") & (r.start >= lo) & (r.start <= hi)]
 

@@ -101,9 +101,9 @@ def own_testbed(name: str, db: str) -> Iterator[Testbed]:
         testbed.down(workdir)
 
 
-def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False) -> dict:
+def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False) -> dict:
     with own_testbed(f"twin-{db}", db) as bed:
-        return _loop(bed, db, s, out / db, bound, log, resume)
+        return _loop(bed, db, s, out / db, bound, log, resume, contention)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
@@ -125,7 +125,7 @@ def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, Load
     return mapping, LiveRunner(bed, mapping), model
 
 
-def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool) -> dict:
+def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool, contention: bool) -> dict:
     mapping, runner, model = live_setup(bed, s, out)
     # 1. The paper's method.
     # The pilots, far beyond capacity, thrash: on SQLite one at 80 sessions/s served 9.4
@@ -166,10 +166,12 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
             ran.append(f"calibration/run{k + 1}")
         traces.append(path)
     # The pools' hand-off in the twin: studies/contention.py found it idling half the
-    # connection pool wherever threads outnumber connections and wait for them. Not the
-    # contention (`--contention`): its growth with the threads held, fitted here, rated
-    # the unseen configurations worse on both testbeds (results/twin/notes.md).
-    cal = calibrate(traces, model.with_changes(at), handoff=True)
+    # connection pool wherever threads outnumber connections and wait for them. The
+    # contention only when asked (`--contention`): its growth with the threads held,
+    # uncapped, rated the unseen configurations worse on both testbeds; capped where the
+    # handlers' CPU levels off (results/cpu_growth, cpu_growth_live), see
+    # results/twin/notes.md.
+    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 
@@ -328,6 +330,9 @@ def main() -> None:
         help="reuse the live runs already in the folder (profile, calibration, capacity searches, verification steps) and run only the missing ones; "
         "the twin's side is always recomputed, so a changed twin is checked against the same live runs; testbed.json names what was reused",
     )
+    ap.add_argument(
+        "--contention", action="store_true", help="the twin's app CPU grows with the threads held, up to where it levels off (`twin calibrate --contention`)"
+    )
     a = ap.parse_args()
     out = output_dir("twin", a)
     s = sizes(a.quick)
@@ -337,7 +342,7 @@ def main() -> None:
         # result.json from before there was one per testbed.
         found = [f for f in (path, out / "result.json") if a.resume and f.is_file()]
         before = json.loads(found[0].read_text()) if found else None
-        record = with_provenance(study(db, s, out, a.bound, print, a.resume), range(1, s["runs"] + 1))
+        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
             record["reused_from"] = sorted(
                 {*before.get("reused_from", []), *([before["commit"]] if before.get("ran_live", True) else [])}

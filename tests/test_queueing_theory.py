@@ -217,18 +217,22 @@ def _implied_count(t: tierlab.Trace, per: float) -> float:
     return (util / (t.summary["throughput"] * C) - 1) / per
 
 
-def test_contention_on_the_busy_tokens_reads_the_others():
-    """M/M/∞ holds (λ = 1, 2 s each): an arriving request sees Poisson(2) others holding
-    a token (PASTA), so a step inside its hold with `per` 0.5 costs C·(1 + 0.5·2)."""
+@pytest.mark.parametrize("cap,count", [(None, 2.0), (1, 1 - math.exp(-2.0)), (2, 2 - 4 * math.exp(-2.0))])
+def test_contention_on_the_busy_tokens_reads_the_others(cap, count):
+    """M/M/∞ holds (λ = 1, 2 s each): an arriving request sees n ~ Poisson(2) others
+    holding a token (PASTA), so a step inside its hold with `per` 0.5 costs
+    C·(1 + 0.5·2); with `max` m it reads min(n, m), whose mean is 1 − e⁻² for m = 1 and
+    2 − 4e⁻² for m = 2 (Σ min(n, m)·P(n))."""
+    contention = {"pool": "db", "count": "busy", "per": 0.5} | ({"max": cap} if cap else {})
     program = [
         {"acquire": "db"},
-        {"cpu": {"constant": C}, "contention": {"pool": "db", "count": "busy", "per": 0.5}},
+        {"cpu": {"constant": C}, "contention": contention},
         {"delay": {"exponential": 2.0}},
         {"release": "db"},
     ]
     tiers = {"s": {"pools": {"db": {"size": 1000}}, "stations": {"cpu": {"kind": "cpu", "cores": 1}}}}
     t = run(single_request_sessions(1.0, tiers, {"s": program}, duration=100_000))
-    assert _implied_count(t, 0.5) == pytest.approx(2.0, rel=0.03)
+    assert _implied_count(t, 0.5) == pytest.approx(count, rel=0.03)
 
 
 def test_contention_on_the_waiters_grows_the_acquisition():

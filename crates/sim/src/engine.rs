@@ -553,7 +553,7 @@ impl Sim {
                         } else {
                             0
                         };
-                        work *= 1.0 + c.per * (pool.count(c.count) - own) as f64;
+                        work *= 1.0 + c.per * (pool.count(c.count) - own).min(c.max) as f64;
                     }
                     if self.tier_accs {
                         let acc = &mut r.tiers[tier];

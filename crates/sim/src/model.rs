@@ -227,15 +227,21 @@ pub struct RequestType {
     pub programs: Vec<Option<Vec<Step>>>,
 }
 
-/// A CPU step's demand × (1 + per · n), n read from a pool of the step's tier when the
-/// step starts (the pool's own bookkeeping, or a shared database's, growing with the
-/// requests it serves or queues at once).
+/// A CPU step's demand × (1 + per · min(n, max)), n read from a pool of the step's tier
+/// when the step starts (the pool's own bookkeeping, or a shared database's, growing with
+/// the requests it serves or queues at once, up to where the growth levels off).
 #[derive(Debug, Clone, Copy, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Contention {
     pub pool: usize,
     pub count: Counted,
     pub per: f64,
+    #[serde(default = "no_cap")]
+    pub max: u32,
+}
+
+fn no_cap() -> u32 {
+    u32::MAX
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -455,7 +455,8 @@ def _contention(c: _Program, term: Contention | None, default_pool: str | None, 
             f"{pool!r} is not a pool of tier {c.tname!r} (pools: {_names(pools)})" if pool else "name the pool whose count the demand grows with",
         )
         return None
-    return {"pool": list(pools).index(pool), "count": term.count, "per": term.per}
+    capped = {} if term.max is None else {"max": term.max}
+    return {"pool": list(pools).index(pool), "count": term.count, "per": term.per} | capped
 
 
 def _called_tiers(steps: list) -> list[str]:

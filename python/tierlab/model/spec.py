@@ -33,11 +33,13 @@ class Contention(Strict):
     """Chen & Gorton's contention cost on one CPU step: its demand × (1 + per · n), n
     counted in a pool of the tier when the step starts — e.g. a connection pool's
     bookkeeping growing with the threads queued for it, or an embedded database's work
-    per statement growing with the connections in use at once."""
+    per statement growing with the connections in use at once. With `max`, n counts up
+    to it: the growth levels off (as a Python server's does past a few threads held)."""
 
     pool: Name | None = Field(None, description="the pool counted (a pool's `acquire_contention`: that pool by default)")
     count: Literal["busy", "waiting"] = Field(description="busy: tokens held by other requests; waiting: requests queued for a token")
     per: NonNeg = Field(description="the demand's growth per token or waiter counted (0.1 = +10% each)")
+    max: PosU32 | None = Field(None, description="the count stops adding beyond this; null = it never does")
 
 
 class Pool(Strict):

@@ -66,7 +66,7 @@ from ...trace import Summary, Trace, read_trace
 from ...trace.schema import figures
 from .classical import demand_law, regression
 from .fit import Form, fitted, mean_of
-from .measured import Measured, cpu_cores, hand_offs, measured
+from .measured import Measured, cpu_cores, hand_offs, measured, threads_at_start
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
@@ -82,18 +82,27 @@ GROWTH_ROUNDS, GROWTH_SEEDS = 6, 8
 @dataclass(frozen=True)
 class Growth:
     """Chen & Gorton's contention cost on the app tier's CPU: each of its CPU demands ×
-    `scale` × (1 + `per` · n), n the worker threads other requests hold when the step
-    starts. Found from the traces (`calibrate(contention=True)`): live, the process's
-    CPU per request grows with its requests in service (the interpreter lock's
-    hand-overs, two threads sharing the machine's cores), so one load cannot say both
-    the demand and its growth; two loads can."""
+    `scale` × (1 + `per` · min(n, `cap`)), n the worker threads other requests hold when
+    the step starts. Found from the traces (`calibrate(contention=True)`): live, the
+    process's CPU per request grows with its requests in service (the interpreter
+    lock's hand-overs, two threads sharing the machine's cores), so one load cannot say
+    both the demand and its growth; two loads can. Request by request, the handlers'
+    CPU stops growing past a few threads held (`levelling`): `cap` (None: it did not
+    level off within the traces' range)."""
 
     scale: float = 1.0
     per: float = 0.0
+    cap: int | None = None
 
     def spec(self, threads: str) -> dict | None:
         """The model's `contention` of each grown step; None when nothing grows."""
-        return {"pool": threads, "count": "busy", "per": self.per} if self.per > 0 else None
+        if self.per <= 0:
+            return None
+        return {"pool": threads, "count": "busy", "per": self.per} | ({"max": self.cap} if self.cap else {})
+
+    def seen(self, threads_busy: float) -> float:
+        """The count a grown step sees when `threads_busy` are held (its mean, capped)."""
+        return min(threads_busy, self.cap) if self.cap else threads_busy
 
 
 @dataclass
@@ -127,7 +136,7 @@ class Calibration:
             "machine": {"cpu_probe_ms": self.probe_ms},
             "handoff": _finite(self.handoff),
             "handoff_cpu": _finite(self.handoff_cpu),
-            "contention": {"scale": self.growth.scale, "per": self.growth.per, "traces": [_finite(t) for t in self.growth_fit]},
+            "contention": {"scale": self.growth.scale, "per": self.growth.per, "max": self.growth.cap, "traces": [_finite(t) for t in self.growth_fit]},
             "notes": self.notes,
         }
 
@@ -193,18 +202,21 @@ def calibrate(
         # the twin's units (divided by the speed the process got).
         live_cpu = np.array([demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read])
         runs = [t for _, t in read]
-        growth, base_cpu, fits = Growth(), None, []
+        cap = levelling(m, m.pools[setting.threads])
+        growth, base_cpu, fits = Growth(cap=cap), None, []
         for _ in range(GROWTH_ROUNDS):
             sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
             own = [x["cpu"] - _handed_cpu(x, handed) for x in sims]  # what the grown steps used
             base_cpu = base_cpu or own  # the first twin grows nothing: its demand
-            seen = [(o / (growth.scale * b) - 1) / growth.per for o, b in zip(own, base_cpu)] if growth.per > 0 else [x["threads_busy"] for x in sims]
-            growth = _line(seen, [(live - x["cpu"] + o) / b for live, x, o, b in zip(live_cpu, sims, own, base_cpu)])
+            seen = (
+                [(o / (growth.scale * b) - 1) / growth.per for o, b in zip(own, base_cpu)] if growth.per > 0 else [growth.seen(x["threads_busy"]) for x in sims]
+            )
+            growth = _line(seen, [(live - x["cpu"] + o) / b for live, x, o, b in zip(live_cpu, sims, own, base_cpu)], cap)
             fits.append(growth)
             cal = _twin(base, read, m, setting, cores, form, handed, growth)
         # The rounds scatter around the fixed point (the runs' noise): their mean after
         # the first, which started from no growth.
-        growth = Growth(float(np.mean([g.scale for g in fits[1:]])), float(np.mean([g.per for g in fits[1:]])))
+        growth = Growth(float(np.mean([g.scale for g in fits[1:]])), float(np.mean([g.per for g in fits[1:]])), cap)
         cal = _twin(base, read, m, setting, cores, form, handed, growth)
         sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
         cal.growth_fit = [
@@ -212,7 +224,12 @@ def calibrate(
             for (_, t), x, live in zip(read, sims, live_cpu)
         ]
         cal.notes.append(
-            f"contention matched by simulation at the traces' loads: every CPU demand of {m.tier} × {cal.growth.scale:.3f} × (1 + {cal.growth.per:.3f} · threads other requests hold); "
+            f"contention matched by simulation at the traces' loads: every CPU demand of {m.tier} × {cal.growth.scale:.3f} × (1 + {cal.growth.per:.3f} · threads other requests hold"
+            + (
+                f", up to {cap}, where the handlers' CPU levelled off request by request); "
+                if cap
+                else "; the handlers' CPU did not level off within the traces); "
+            )
             + "; ".join(
                 f"{f['throughput']:.0f} requests/s: {f['live_cpu'] * 1e3:.3f} ms per request live, {f['twin_cpu'] * 1e3:.3f} in the twin"
                 for f in cal.growth_fit
@@ -226,13 +243,32 @@ def _handed_cpu(sim: dict[str, float], handed: dict[str, float]) -> float:
     return sum(sim.get(f"granted:{p}", 0.0) * d for p, d in handed.items()) / sim["served"] if sim["served"] else 0.0
 
 
-def _line(seen: list[float], grown: list[float]) -> Growth:
+def _line(seen: list[float], grown: list[float], cap: int | None) -> Growth:
     """scale × (1 + per · n) through the traces' (n seen, demand grown ÷ demand): least
     squares; a line that would shrink the demand with n keeps per at 0."""
     slope, scale = np.polyfit(np.array(seen), np.array(grown), 1)
     if slope <= 0 or scale <= 0:
-        return Growth(float(np.mean(grown)), 0.0)
-    return Growth(float(scale), float(slope / scale))
+        return Growth(float(np.mean(grown)), 0.0, cap)
+    return Growth(float(scale), float(slope / scale), cap)
+
+
+def levelling(m: Measured, threads: int) -> int | None:
+    """Where the handlers' CPU stops growing with the threads other requests hold, from
+    the served requests one by one: each one's CPU (÷ its type's mean) against
+    min(held, c), held as `threads_at_start` counts it, by least squares for each c
+    below the pool's size; the c that fits best, or None when that is the largest (no
+    levelling within the traces) or the CPU does not grow."""
+    r = m.requests
+    held = pd.concat([threads_at_start(run, m.tier).held for _, run in r.groupby("trace")])
+    cpu = r[f"{m.tier}.cpu_time"]
+    rel = (cpu / cpu.groupby(r.type, observed=True).transform("mean")).to_numpy()
+    n = held.reindex(r.index).to_numpy()
+    fits = []
+    for c in range(1, threads):
+        coef, residual, *_ = np.polyfit(np.minimum(n, c), rel, 1, full=True)
+        fits.append((float(residual[0]) if len(residual) else np.inf, c, float(coef[0])))
+    best, c, slope = min(fits)
+    return c if slope > 0 and c < threads - 1 and np.isfinite(best) else None
 
 
 def _twin(

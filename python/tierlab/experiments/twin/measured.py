@@ -151,3 +151,26 @@ def _windows(trace: Trace, tier: str, db_tier: str | None, k: int, cores: dict[s
     out["length"] = np.minimum(w, trace.end - out.index.to_numpy())
     out["trace"] = k
     return out.rename_axis("t").reset_index()
+
+
+def threads_at_start(requests: pd.DataFrame, tier: str) -> pd.DataFrame:
+    """Per request of one run (give all of them: each counts the others), at the moment it got its worker thread at `tier`:
+    the other requests holding one (`held`), and of them those not waiting for a
+    connection (`computing`). Its timeline is rebuilt from its phases in the order a
+    handler goes through them (a wait for a thread, work before its first connection
+    request, the wait for a connection, the rest), the time outside the server split
+    evenly before and after: on the live bookstore about 1.5 ms each way, so the
+    counts are approximate at that scale (a request on a thread's hand-over may count
+    one too many)."""
+    outside = (requests.response_time - requests[f"{tier}.time"]) / 2
+    got_thread = requests.start + outside + requests[f"{tier}.wait_thread"]
+    waits_from = got_thread + requests[f"{tier}.before_db"]
+    t = got_thread.to_numpy()
+
+    def containing(a: pd.Series, b: pd.Series) -> np.ndarray:
+        """How many of the intervals [a, b) hold each request's `got_thread`."""
+        return np.searchsorted(np.sort(a.to_numpy()), t, side="right") - np.searchsorted(np.sort(b.to_numpy()), t, side="right")
+
+    held = containing(got_thread, requests.start + outside + requests[f"{tier}.time"]) - 1  # not itself
+    waiting = containing(waits_from, waits_from + requests[f"{tier}.wait_db"])
+    return pd.DataFrame({"held": held, "computing": held - waiting}, index=requests.index)
