@@ -31,6 +31,7 @@ PAPERS = {
         "cpu_drift",
         "gil_wait",
         "cpu_growth",
+        "cpu_growth_live",
         "contention",
     ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
