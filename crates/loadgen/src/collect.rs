@@ -171,6 +171,25 @@ impl Collector {
         }
     }
 
+    /// Keep the windows up to the end of the run (`elapsed`); returns how many. A
+    /// request that ended after it (answered while the run drained) counts in the last
+    /// one, as it counts in the summary and the records: its completion, response time
+    /// and failure, not its time in flight past the end.
+    fn close_windows(&mut self, elapsed: f64) -> usize {
+        let n = ((elapsed / self.window).ceil() as usize).max(1);
+        if self.windows.len() > n {
+            let late: Vec<[f64; 5]> = self.windows.drain(n..).collect();
+            let last = &mut self.windows[n - 1];
+            for w in late {
+                for (sum, x) in last[1..].iter_mut().zip(&w[1..]) {
+                    *sum += x;
+                }
+            }
+        }
+        self.windows.resize(n, [0.0; 5]);
+        n
+    }
+
     /// The trace of the run `cfg`. `elapsed`: how long it went (short of its duration
     /// if stopped); `arrived`: requests sent after the warm-up, finished or not.
     pub fn finish(
@@ -185,10 +204,7 @@ impl Collector {
         let per_s = |x: f64| rate(x, span);
         let finished = self.requests.finished();
         let overall = self.requests.overall();
-        // Windows up to the end of the run only; requests that ended after it are in
-        // no window (in-flight at the end).
-        let n = ((elapsed / self.window).ceil() as usize).max(1);
-        self.windows.resize(n, [0.0; 5]);
+        let n = self.close_windows(elapsed);
         let mut in_system = 0.0;
         let mut values = Vec::with_capacity(n * METRICS.len());
         for (i, w) in self.windows.iter().enumerate() {
@@ -264,5 +280,35 @@ impl Collector {
             type_names: cfg.type_names.clone(),
             tier_names: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(start: f64, end: f64, failure: Option<Failure>) -> Done {
+        Done {
+            id: 0,
+            session: 0,
+            rtype: 0,
+            start,
+            end,
+            failure,
+            bytes: 0,
+        }
+    }
+
+    #[test]
+    fn a_request_answered_after_the_end_counts_in_the_last_window() {
+        let mut c = Collector::new(1, 0.0, 0.1, false);
+        c.request(done(0.05, 0.08, None));
+        c.request(done(0.95, 1.03, Some(Failure::Http5xx)));
+        assert_eq!(c.close_windows(1.0), 10);
+        let sum = |k: usize| c.windows.iter().map(|w| w[k]).sum::<f64>();
+        assert_eq!((sum(1), sum(2), sum(4)), (2.0, 2.0, 1.0));
+        assert_eq!(c.windows[9][2..], [1.0, 1.03 - 0.95, 1.0]);
+        // In flight within the run only: 0.05 s of the window [0.9, 1.0).
+        assert!((c.windows[9][0] - 0.5).abs() < 1e-9);
     }
 }
