@@ -33,8 +33,9 @@ def twin() -> None:
 @click.option(
     "--contention",
     is_flag=True,
-    help="Let the application's CPU demands grow with its requests in service (Chen & Gorton), fitted so the twin uses the CPU per request "
-    "each trace measured at its load: give traces at two loads or more.",
+    help="Let the application's CPU demands grow with the worker threads other requests hold (Chen & Gorton), up to where the traces' "
+    "requests show the growth level off, fitted so the twin uses the CPU per request each trace measured at its load: give traces at two "
+    "loads or more.",
 )
 def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff, contention) -> None:
     """Write a model of the live system that TRACES measured: per request type its
