@@ -29,7 +29,8 @@ Per request type, from its served requests (docs/trace.md's demand columns):
   by it, so the station delivers what the process did.
 
 With `contention` (traces at two loads or more), every CPU demand of the app tier grows
-with the worker threads other requests hold (`Growth`), fitted by simulation so that
+with the worker threads other requests hold, up to where the traces' requests show the
+growth level off (`Growth`, `levelling`), fitted by simulation so that
 the twin uses the process CPU per request each trace measured at its load. Before the
 app tier's program, a constant delay per type: the response time the handler did not
 see, at the lightest trace's load, less the CPU outside the handlers.
@@ -263,9 +264,12 @@ def levelling(m: Measured, threads: int) -> int | None:
     cpu = r[f"{m.tier}.cpu_time"]
     rel = (cpu / cpu.groupby(r.type, observed=True).transform("mean")).to_numpy()
     n = held.reindex(r.index).to_numpy()
+    known = np.isfinite(rel)
+    if threads < 3 or known.sum() < 3:
+        return None  # no count below the pool's size but the largest to level off at
     fits = []
     for c in range(1, threads):
-        coef, residual, *_ = np.polyfit(np.minimum(n, c), rel, 1, full=True)
+        coef, residual, *_ = np.polyfit(np.minimum(n[known], c), rel[known], 1, full=True)
         fits.append((float(residual[0]) if len(residual) else np.inf, c, float(coef[0])))
     best, c, slope = min(fits)
     return c if slope > 0 and c < threads - 1 and np.isfinite(best) else None
