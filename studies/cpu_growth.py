@@ -88,19 +88,21 @@ def held_and_computing(run: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
     return rel.groupby(cells, observed=True).agg(["size", "mean"]).rename(columns={"size": "requests", "mean": "cpu_vs_empty"}).reset_index()
 
 
+def binned(count: pd.Series, rel: pd.Series, bins: list[tuple[int, int | None]], name: str) -> pd.DataFrame:
+    """Per bin of `count` (a column `name`, labelled as `label` does): the requests with
+    a relative CPU, and its mean (None for an empty bin)."""
+    rows = []
+    for lo, hi in bins:
+        inside = (count >= lo) & (count <= (hi if hi is not None else np.inf)) & rel.notna()
+        rows.append({name: label(lo, hi), "requests": int(inside.sum()), "cpu_vs_empty": float(rel[inside].mean()) if inside.any() else None})
+    return pd.DataFrame(rows)
+
+
 def growth(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
     """Per run and bin of `others`: requests and their mean CPU relative to their type's
     mean over the requests of both runs that arrived to an empty system."""
     base = empty_base(runs)
-    rows = []
-    for run, r in runs.items():
-        rel = relative(r, base)
-        for lo, hi in BINS:
-            inside = (r.others >= lo) & (r.others <= (hi if hi is not None else np.inf)) & rel.notna()
-            rows.append(
-                {"run": run, "others": label(lo, hi), "requests": int(inside.sum()), "cpu_vs_empty": float(rel[inside].mean()) if inside.any() else None}
-            )
-    return pd.DataFrame(rows)
+    return pd.concat([binned(r.others, relative(r, base), BINS, "others").assign(run=run) for run, r in runs.items()])
 
 
 def main() -> None:

@@ -31,23 +31,19 @@ from __future__ import annotations
 import pandas as pd
 
 from claims import Criterion, Ledger
-from cpu_growth import empty_base, relative, requests
+from cpu_growth import binned, empty_base, relative, requests
 from provenance import output_dir, study_parser, write_result
 from twin import live_setup, own_testbed, sizes
 
 M, N = 16, 2
 LOADS = (26.0, 16.0)  # sessions/s; see the docstring for why two
 GROWTH, FLAT, ENOUGH = 1.25, 0.10, 30
-HELD = [(0, 3), (4, 7), (8, 11), (12, 15)]
+HELD: list[tuple[int, int | None]] = [(0, 3), (4, 7), (8, 11), (12, 15)]
 
 
 def by_held(r: pd.DataFrame) -> pd.DataFrame:
     """Requests and their relative CPU per bin of the threads held by others."""
-    rows = []
-    for lo, hi in HELD:
-        inside = r.held.between(lo, hi) & r.rel.notna()
-        rows.append({"held": f"{lo}-{hi}", "requests": int(inside.sum()), "cpu_vs_empty": float(r.rel[inside].mean()) if inside.any() else None})
-    return pd.DataFrame(rows).set_index("held")
+    return binned(r.held, r.rel, HELD, "held").set_index("held")
 
 
 def score(ledger: Ledger, r: pd.DataFrame, load: float) -> dict:
