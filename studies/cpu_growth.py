@@ -140,7 +140,7 @@ def main() -> None:
         assumes="the same; both bins hold requests: " + ", ".join(f"{b} {int(test.loc[b, 'requests'])}" for b in ("8-15", "16+")),
     )
     ledger.write(out)
-    write_result(out, {"traces": TRACES, "margin_s": MARGIN, "growth": table.to_dict(orient="records")}, [])
+    write_result(out, {"traces": TRACES, "margin_s": MARGIN, "growth": table.astype(object).where(table.notna(), None).to_dict(orient="records")}, [])
 
 
 if __name__ == "__main__":
