@@ -144,10 +144,11 @@ impl Observer {
             in_system: Level::default(),
             little_count: 0,
             little_time: 0.0,
-            series: TimeSeries {
-                meta: columns(m),
-                ..Default::default()
-            },
+            // Every window of the run's horizon, and one more against rounding.
+            series: TimeSeries::with_room(
+                columns(m),
+                (m.run.duration / m.run.window).ceil() as usize + 1,
+            ),
             window_start: 0.0,
             measured_windows: 0,
             records: m.run.records.then(|| Records {

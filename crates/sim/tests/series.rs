@@ -110,3 +110,21 @@ fn a_run_that_ends_inside_a_window_closes_it() {
     );
     assert_eq!(starts.last(), Some(&200.0));
 }
+
+#[test]
+fn the_series_fill_the_room_reserved_from_the_horizon() {
+    // Reserved once from duration ÷ window (plus one row against rounding): a buffer
+    // regrown as it fills would have doubled, leaving far more than a row spare.
+    for duration in [200.0, 200.06] {
+        let t = one_client(duration);
+        let s = &t.series;
+        let rows = (duration / 0.125_f64).ceil() as usize;
+        assert_eq!(s.window_start.len(), rows, "{duration} s");
+        assert!(
+            s.values.capacity() <= s.values.len() + s.meta.len(),
+            "{duration} s: {} reserved for {}",
+            s.values.capacity(),
+            s.values.len()
+        );
+    }
+}
