@@ -744,19 +744,20 @@ impl Sim {
 
     /// Try to take a token; false if the request now waits (or was rejected).
     fn acquire(&mut self, slot: u32, server: usize, p: u16, exclusive: bool) -> bool {
-        let tier = self.servers[server].tier;
-        let spec = &self.m.tiers[tier].pools[p as usize];
+        self.reqs[slot as usize].retrying = false;
+        let sv = &mut self.servers[server];
+        let pool = &mut sv.pools[p as usize];
+        let tokens = pool.tokens(exclusive);
+        // A free token needs neither the pool's settings nor a ticket.
+        if pool.try_take(self.now, tokens) {
+            self.take(slot, p, exclusive);
+            return true;
+        }
+        let spec = &self.m.tiers[sv.tier].pools[p as usize];
         let priority = self.m.types[self.reqs[slot as usize].ty as usize].priority;
         self.next_ticket += 1;
         let ticket = self.next_ticket;
-        self.reqs[slot as usize].retrying = false;
-        let pool = &mut self.servers[server].pools[p as usize];
-        let tokens = pool.tokens(exclusive);
-        match pool.acquire(self.now, spec, slot, priority, ticket, tokens) {
-            Acquire::Granted => {
-                self.take(slot, p, exclusive);
-                true
-            }
+        match pool.wait(self.now, spec, slot, priority, ticket, tokens) {
             Acquire::Queued => {
                 let r = &mut self.reqs[slot as usize];
                 r.ticket = ticket;

@@ -95,7 +95,6 @@ impl Count {
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum Acquire {
-    Granted,
     Queued,
     /// No token and no room to wait: the caller rejects (and counts) or retransmits.
     Full,
@@ -151,7 +150,23 @@ impl Pool {
         }
     }
 
-    pub fn acquire(
+    /// Take `tokens` if they are free; false if the request must wait (`wait`).
+    #[inline]
+    pub fn try_take(&mut self, now: f64, tokens: u32) -> bool {
+        // Nobody passes a live waiter: the tokens are free only if none waits.
+        if self.in_use + tokens <= self.size && self.queued == 0 {
+            self.in_use += tokens;
+            self.acquired += 1;
+            self.busy.set(now, self.held());
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The request that `try_take` turned away queues for `tokens`, unless the pool
+    /// allows no wait or its queue is full.
+    pub fn wait(
         &mut self,
         now: f64,
         spec: &Spec,
@@ -160,13 +175,6 @@ impl Pool {
         ticket: u64,
         tokens: u32,
     ) -> Acquire {
-        // Nobody passes a live waiter: the tokens are free only if none waits.
-        if self.in_use + tokens <= self.size && self.queued == 0 {
-            self.in_use += tokens;
-            self.acquired += 1;
-            self.busy.set(now, self.held());
-            return Acquire::Granted;
-        }
         let may_wait = spec.timeout != Some(0.0) && spec.max_queue.is_none_or(|q| self.queued < q);
         if !may_wait {
             return Acquire::Full;
@@ -272,6 +280,26 @@ mod tests {
     use super::*;
     use crate::model::PoolKind;
 
+    #[derive(Debug, PartialEq, Eq)]
+    enum Got {
+        Granted,
+        Queued,
+        Full,
+    }
+
+    impl Pool {
+        /// What the engine does: take the tokens, or wait for them.
+        fn acquire(&mut self, now: f64, s: &Spec, req: u32, prio: i32, ticket: u64, n: u32) -> Got {
+            if self.try_take(now, n) {
+                return Got::Granted;
+            }
+            match self.wait(now, s, req, prio, ticket, n) {
+                Acquire::Queued => Got::Queued,
+                Acquire::Full => Got::Full,
+            }
+        }
+    }
+
     fn spec(discipline: Discipline, timeout: Option<f64>, max_queue: Option<u32>) -> Spec {
         Spec {
             name: "p".into(),
@@ -289,10 +317,10 @@ mod tests {
     /// in that order; request i waits on ticket 100 + i.
     fn held_with(s: &Spec, waiters: &[(u32, i32)]) -> Pool {
         let mut p = Pool::new(s);
-        assert_eq!(p.acquire(0.0, s, 0, 0, 100, 1), Acquire::Granted);
+        assert_eq!(p.acquire(0.0, s, 0, 0, 100, 1), Got::Granted);
         for &(req, prio) in waiters {
             let ticket = 100 + req as u64;
-            assert_eq!(p.acquire(0.0, s, req, prio, ticket, 1), Acquire::Queued);
+            assert_eq!(p.acquire(0.0, s, req, prio, ticket, 1), Got::Queued);
         }
         p
     }
@@ -315,7 +343,7 @@ mod tests {
         assert_eq!(grants(&mut p, |_, _| true), [1, 2, 3]);
         assert_eq!(
             p.acquire(2.0, &s, 4, 0, 1, 1),
-            Acquire::Granted,
+            Got::Granted,
             "the token came back"
         );
     }
@@ -347,10 +375,10 @@ mod tests {
     fn a_full_queue_or_a_zero_timeout_refuses_at_once() {
         let s = spec(Discipline::Fifo, None, Some(1));
         let mut p = held_with(&s, &[(1, 0)]);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Acquire::Full);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Got::Full);
         let s = spec(Discipline::Fifo, Some(0.0), None);
         let mut p = held_with(&s, &[]);
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Full);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Full);
     }
 
     #[test]
@@ -359,14 +387,14 @@ mod tests {
         let mut p = held_with(&s, &[(1, 0)]);
         p.start_measuring(0.0);
         assert_eq!((p.acquired, p.waited), (0, 0), "the warm-up is forgotten");
-        assert_eq!(p.acquire(0.1, &s, 2, 0, 102, 1), Acquire::Queued);
-        assert_eq!(p.acquire(0.2, &s, 3, 0, 103, 1), Acquire::Queued);
+        assert_eq!(p.acquire(0.1, &s, 2, 0, 102, 1), Got::Queued);
+        assert_eq!(p.acquire(0.2, &s, 3, 0, 103, 1), Got::Queued);
         p.abandon(1.1); // request 2 times out
         let live = |req: u32, ticket: u64| req != 2 && ticket == 100 + req as u64;
         assert_eq!(pass_on(&mut p, 1.5, live), Some(1));
         assert_eq!(pass_on(&mut p, 1.6, live), Some(3));
         assert_eq!(pass_on(&mut p, 1.7, live), None);
-        assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Acquire::Granted);
+        assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Got::Granted);
         assert_eq!((p.acquired, p.waited, p.timed_out), (3, 2, 1));
         assert_eq!((p.rejected.total, p.rejected.take_window()), (1, 1.0));
         assert_eq!(p.rejected.take_window(), 0.0, "a new window starts at 0");
@@ -384,11 +412,11 @@ mod tests {
         assert_eq!(all, 3);
         // Two readers share the lock; a writer waits for both; a reader after the
         // writer waits too, although a token is free.
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Granted);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Acquire::Granted);
-        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, all), Acquire::Queued);
-        assert_eq!(p.acquire(0.0, &s, 4, 0, 104, 1), Acquire::Queued);
-        assert_eq!(p.acquire(0.0, &s, 5, 0, 105, 1), Acquire::Queued);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Granted);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Got::Granted);
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, all), Got::Queued);
+        assert_eq!(p.acquire(0.0, &s, 4, 0, 104, 1), Got::Queued);
+        assert_eq!(p.acquire(0.0, &s, 5, 0, 105, 1), Got::Queued);
         let live = |_: u32, _: u64| true;
         assert_eq!(
             pass_on(&mut p, 1.0, live),
@@ -412,9 +440,9 @@ mod tests {
             ..spec(Discipline::Fifo, Some(1.0), None)
         };
         let mut p = Pool::new(&s);
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Acquire::Granted);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 2), Acquire::Queued);
-        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, 1), Acquire::Queued);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Granted);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 2), Got::Queued);
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, 1), Got::Queued);
         p.abandon(1.0);
         assert_eq!(p.grant(1.0, |req, _| req != 2), Some(3));
         assert_eq!(p.grant(1.0, |req, _| req != 2), None);
