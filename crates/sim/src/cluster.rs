@@ -210,12 +210,19 @@ impl Sim {
     }
 
     /// A visit dispatched by `d` left server `server` (global index): tell the policy,
-    /// then try the requests its queue holds.
+    /// then try the requests its queue holds. Inlined as `dispatch` is: one test for
+    /// one server, whose dispatcher was never asked and never held a request.
+    #[inline(always)]
     pub(crate) fn dispatch_done(&mut self, tier: usize, d: usize, server: usize, ty: usize) {
-        let c = &mut self.clusters[tier];
-        if c.single {
-            return; // never asked, never held a request
+        if !self.clusters[tier].single {
+            self.policy_done(tier, d, server, ty);
         }
+    }
+
+    /// `dispatch_done` at a tier whose policy chooses among servers.
+    #[inline(never)]
+    fn policy_done(&mut self, tier: usize, d: usize, server: usize, ty: usize) {
+        let c = &mut self.clusters[tier];
         let k = server - self.tier_first_server[tier] - c.blocks[d].start;
         c.dispatchers[d].done(self.now, k, ty);
         self.drain_queue(tier, d);

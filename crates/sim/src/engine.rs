@@ -379,6 +379,7 @@ impl Sim {
     // ---- requests ----------------------------------------------------------------
 
     /// Start a request of type `ty` for a session at the entry tier.
+    #[inline(always)]
     pub(crate) fn start_request(&mut self, session: u32, ty: usize) {
         let nt = self.m.tiers.len();
         let slot = self.free_reqs.pop().unwrap_or_else(|| {
@@ -743,6 +744,7 @@ impl Sim {
     }
 
     /// Try to take a token; false if the request now waits (or was rejected).
+    #[inline(always)]
     fn acquire(&mut self, slot: u32, server: usize, p: u16, exclusive: bool) -> bool {
         self.reqs[slot as usize].retrying = false;
         let sv = &mut self.servers[server];
@@ -827,6 +829,7 @@ impl Sim {
     }
 
     /// Return a hold's tokens to their pool, and let the waiters they free in.
+    #[inline(always)]
     fn give_back(&mut self, server: usize, p: u16, exclusive: bool) {
         let pool = &mut self.servers[server].pools[p as usize];
         pool.release(pool.tokens(exclusive));
@@ -835,6 +838,7 @@ impl Sim {
 
     /// The waiters at the head of pool `p` whose tokens are free get them and resume, at
     /// once or after the pool's hand-off.
+    #[inline(always)]
     fn let_in(&mut self, server: usize, p: u16) {
         let tier = self.servers[server].tier;
         loop {
@@ -986,6 +990,7 @@ impl Sim {
     }
 
     /// The top visit ends: release what it still holds, account its residence.
+    #[inline(always)]
     fn leave_tier(&mut self, slot: u32) {
         self.update_phase(slot);
         let now = self.now;
@@ -1027,6 +1032,7 @@ impl Sim {
         self.finish_request(slot, status);
     }
 
+    #[inline(always)]
     fn finish_request(&mut self, slot: u32, status: Status) {
         let r = &self.reqs[slot as usize];
         self.obs

@@ -126,6 +126,7 @@ impl EventQueue {
 
     /// Resume request `req` at the current instant (the time of the last event popped),
     /// in the order `push` would give it; the lane is cheaper to go through than the FIFO.
+    #[inline(always)]
     pub fn resume_now(&mut self, req: u32) {
         let heap = self.heap.as_slice();
         let due_now = |i: usize| {

@@ -164,7 +164,7 @@ impl Observer {
     }
 
     /// A request finished with `status`; a measured one is counted and recorded.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn request_finished(&mut self, now: f64, r: &Req, s: &Sessions, status: Status) {
         self.in_system.add(now, -1.0);
         if !r.measured {
@@ -175,29 +175,7 @@ impl Observer {
         self.little_time += rt;
         self.requests.record(r.ty as usize, status, rt);
         if let Some(rec) = &mut self.records {
-            rec.id.push(r.id);
-            rec.session.push(s.id(r.session));
-            rec.rtype.push(r.ty);
-            rec.status.push(status as u8);
-            rec.start.push(r.start);
-            rec.end.push(now);
-            rec.retransmissions.push(r.retransmissions);
-            for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
-                col.server.push(acc.server);
-                col.visits.push(acc.visits);
-                col.time.push(acc.time);
-                for (c, v) in col.phases.iter_mut().zip(acc.phases) {
-                    c.push(v);
-                }
-                col.db_requests.push(acc.db_requests);
-                col.db_queries.push(acc.db_queries);
-                col.cpu_time.push(acc.cpu_time);
-                col.pool_cpu_time.push(acc.pool_cpu_time);
-                col.db_time.push(acc.db_time);
-                // A caller runs no CPU while its call is out: the simulator's database
-                // is never embedded in its caller's process.
-                col.db_cpu_time.push(0.0);
-            }
+            write_record(rec, now, r, s, status);
         }
     }
 
@@ -354,6 +332,34 @@ fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_M
 
 /// The series' columns, in the order `close_window` fills a row: per server (tiers in
 /// order) its own metrics, its stations', its pools'; then the links'.
+/// One measured request's row of the per-request records (out of the hot path's line:
+/// most runs keep none).
+fn write_record(rec: &mut Records, now: f64, r: &Req, s: &Sessions, status: Status) {
+    rec.id.push(r.id);
+    rec.session.push(s.id(r.session));
+    rec.rtype.push(r.ty);
+    rec.status.push(status as u8);
+    rec.start.push(r.start);
+    rec.end.push(now);
+    rec.retransmissions.push(r.retransmissions);
+    for (col, acc) in rec.tiers.iter_mut().zip(&r.tiers) {
+        col.server.push(acc.server);
+        col.visits.push(acc.visits);
+        col.time.push(acc.time);
+        for (c, v) in col.phases.iter_mut().zip(acc.phases) {
+            c.push(v);
+        }
+        col.db_requests.push(acc.db_requests);
+        col.db_queries.push(acc.db_queries);
+        col.cpu_time.push(acc.cpu_time);
+        col.pool_cpu_time.push(acc.pool_cpu_time);
+        col.db_time.push(acc.db_time);
+        // A caller runs no CPU while its call is out: the simulator's database
+        // is never embedded in its caller's process.
+        col.db_cpu_time.push(0.0);
+    }
+}
+
 fn columns(m: &Model) -> Vec<SeriesMeta> {
     let mut out = Vec::new();
     let mut add = |tier: &str, server: usize, resource: &str, metrics: &[&'static str]| {

@@ -210,6 +210,7 @@ impl Pool {
     /// The next live waiter at the head whose tokens are free, now holding them; None
     /// when the head must wait (or nobody does). `is_live(req, ticket)` tells whether
     /// a waiter still waits.
+    #[inline(always)]
     pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
         // Full (as after a token passed straight on): nobody fits, whoever waits.
         while self.in_use < self.size {

@@ -159,6 +159,7 @@ impl Sim {
         }
     }
 
+    #[inline(always)]
     fn schedule_arrival(&mut self) {
         let Population::Open { session_rate } = self.m.workload.population else {
             return;
@@ -220,6 +221,7 @@ impl Sim {
     }
 
     /// Create a session and choose its first page; None if it ends before any request.
+    #[inline(always)]
     fn begin_session(&mut self) -> Option<(u32, usize)> {
         let s = &mut self.sessions;
         let (w, now) = (&self.m.workload, self.now);
@@ -264,6 +266,7 @@ impl Sim {
     }
 
     /// A request of the session finished (any status): choose what comes next.
+    #[inline(always)]
     pub(crate) fn request_done(&mut self, slot: u32) {
         let s = &mut self.sessions;
         let sess = &mut s.slots[slot as usize];
