@@ -2,7 +2,10 @@
 records) at a fixed seed and a short run, to show that an engine optimisation changed
 nothing: run it before and after and compare the lines.
 
-    python benchmarks/result_digest.py [--duration 60]
+    python benchmarks/result_digest.py [--duration 60] [--no-records]
+
+`--no-records` runs without per-request records (the engine's other path: no per-tier
+accumulators), and adds the two models of `engine_vs_simpy.py` at 100,000 requests.
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ import json
 from pathlib import Path
 
 import yaml
+from engine_vs_simpy import ours_model
 
 import tierlab
 
 
-def digest(path: Path, duration: float) -> str:
-    trace = tierlab.simulate(path, seed=7, duration=duration, warmup=duration / 10, records=True)
+def digest(model: Path | dict, duration: float | None = None, records: bool = True) -> str:
+    run = {"duration": duration, "warmup": duration / 10} if duration else {}
+    trace = tierlab.simulate(model, seed=7, records=records, **run)
     h = hashlib.sha256(json.dumps(trace.summary, sort_keys=True, default=str).encode())
     h.update(trace.timeseries.to_csv(index=False).encode())
     if trace.requests is not None:
@@ -29,11 +34,15 @@ def digest(path: Path, duration: float) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--duration", type=float, default=60.0)
+    ap.add_argument("--no-records", dest="records", action="store_false")
     a = ap.parse_args()
     for path in sorted(Path(__file__).resolve().parent.parent.glob("examples/*.yaml")):
         if "tiers" not in yaml.safe_load(path.read_text()):
             continue  # an HTTP mapping, not a model
-        print(f"{path.name:40s} {digest(path, a.duration)}")
+        print(f"{path.name:40s} {digest(path, a.duration, a.records)}")
+    if not a.records:
+        for case in ("mmc", "nested"):
+            print(f"{'engine_vs_simpy ' + case:40s} {digest(ours_model(case, 100_000), records=False)}")
 
 
 if __name__ == "__main__":
