@@ -97,7 +97,7 @@ pub struct EventQueue {
 impl EventQueue {
     /// `time` is a simulated time: finite and not negative (`+ 0.0` turns a -0.0 into
     /// 0.0, whose bits would otherwise sort last).
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: f64, ev: Ev) {
         debug_assert!(time >= 0.0 && time.is_finite(), "event time {time}");
         self.seq += 1;

@@ -171,6 +171,7 @@ impl Sim {
             .push(self.now + gap, Ev::SessionArrival { epoch });
     }
 
+    #[inline(always)]
     pub(crate) fn session_arrival(&mut self, epoch: u32) {
         if epoch != self.sessions.epoch {
             return; // drawn at a rate that no longer holds

@@ -100,6 +100,7 @@ impl Navigator {
 
     /// Walk from the current state to the next page; None = the session ends (End
     /// state, BACK with no history, or the session-time rule).
+    #[inline(always)]
     fn navigate(
         &self,
         w: &Workload,
