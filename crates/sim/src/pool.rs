@@ -24,6 +24,7 @@ enum Waiters {
 }
 
 impl Waiters {
+    #[inline(always)]
     fn push(&mut self, w: Waiter) {
         match self {
             Waiters::Fifo(q) => q.push_back(w),
@@ -166,6 +167,7 @@ impl Pool {
 
     /// The request that `try_take` turned away queues for `tokens`, unless the pool
     /// allows no wait or its queue is full.
+    #[inline(always)]
     pub fn wait(
         &mut self,
         now: f64,
