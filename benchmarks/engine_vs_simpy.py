@@ -29,7 +29,7 @@ from pathlib import Path
 RATE_NESTED = 250.0
 CPU_DEMAND, DB_HOLD = 0.01, 0.02  # seconds (means)
 MMC_C, MMC_RHO = 8, 0.9
-PAIRS = 5  # M/M/8 runs of ours and of the hand loop, alternating
+PAIRS = 11  # M/M/8 runs of ours and of the hand loop, alternating
 ROOT = Path(__file__).resolve().parent.parent
 
 
