@@ -26,6 +26,8 @@ pub struct Navigator {
     /// When no row has a choice: the state each row leads to. The walk then draws
     /// nothing (its stream serves only the walk, so no other draw moves).
     fixed: Option<Vec<usize>>,
+    /// The chain has a BACK state: only then is a history kept.
+    back: bool,
 }
 
 impl Navigator {
@@ -45,7 +47,12 @@ impl Navigator {
             })
             .collect::<Vec<Vec<f64>>>();
         let fixed = cumulative.iter().map(|row| only_outcome(row)).collect();
-        Navigator { cumulative, fixed }
+        let back = w.chain.roles.iter().any(|r| matches!(r, StateRole::Back));
+        Navigator {
+            cumulative,
+            fixed,
+            back,
+        }
     }
 
     /// Reset `walk` for a new session at time `now`: draws its length or deadline
@@ -75,7 +82,7 @@ impl Navigator {
     ) -> Option<usize> {
         match w.chain.roles[walk.state] {
             StateRole::Request(ty) => {
-                walk.history.push(walk.state);
+                self.remember(walk, walk.state);
                 Some(ty)
             }
             _ => self.navigate(w, walk, rng, now),
@@ -109,10 +116,6 @@ impl Navigator {
         now: f64,
     ) -> Option<usize> {
         let chain = &w.chain;
-        let at_state = match w.end {
-            SessionEnd::AfterTime { at_state, .. } => at_state,
-            _ => None,
-        };
         // Bounded: a chain of Entry states that never reaches a page ends the session.
         for _ in 0..1000 {
             let to = match &self.fixed {
@@ -130,17 +133,14 @@ impl Navigator {
                     *walk.history.last()?
                 }
                 StateRole::Request(_) => {
-                    if walk.history.len() == HISTORY {
-                        walk.history.remove(0);
-                    }
-                    walk.history.push(to);
+                    self.remember(walk, to);
                     to
                 }
             };
             // The session-time rule ends a session after its first request, never
             // before (as after_requests keeps at least one): a session ended before
             // any request restarted at once, without end, in a closed population.
-            if walk.requests > 0 && now >= walk.deadline && at_state.is_none_or(|s| s == page) {
+            if walk.requests > 0 && now >= walk.deadline && ends_at(w, page) {
                 return None;
             }
             walk.state = page;
@@ -150,6 +150,26 @@ impl Navigator {
             return Some(ty);
         }
         None
+    }
+
+    /// A page the walk reached, for BACK (when the chain has one).
+    #[inline(always)]
+    fn remember(&self, walk: &mut Walk, page: usize) {
+        if self.back {
+            if walk.history.len() == HISTORY {
+                walk.history.remove(0);
+            }
+            walk.history.push(page);
+        }
+    }
+}
+
+/// Whether a session past its time ends at `page` (the session-time rule's `at_state`:
+/// any page when unset).
+fn ends_at(w: &Workload, page: usize) -> bool {
+    match w.end {
+        SessionEnd::AfterTime { at_state, .. } => at_state.is_none_or(|s| s == page),
+        _ => true,
     }
 }
 
