@@ -330,8 +330,6 @@ fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_M
     ]
 }
 
-/// The series' columns, in the order `close_window` fills a row: per server (tiers in
-/// order) its own metrics, its stations', its pools'; then the links'.
 /// One measured request's row of the per-request records (out of the hot path's line:
 /// most runs keep none).
 fn write_record(rec: &mut Records, now: f64, r: &Req, s: &Sessions, status: Status) {
@@ -360,6 +358,8 @@ fn write_record(rec: &mut Records, now: f64, r: &Req, s: &Sessions, status: Stat
     }
 }
 
+/// The series' columns, in the order `close_window` fills a row: per server (tiers in
+/// order) its own metrics, its stations', its pools'; then the links'.
 fn columns(m: &Model) -> Vec<SeriesMeta> {
     let mut out = Vec::new();
     let mut add = |tier: &str, server: usize, resource: &str, metrics: &[&'static str]| {

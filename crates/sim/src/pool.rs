@@ -283,23 +283,21 @@ mod tests {
     use super::*;
     use crate::model::PoolKind;
 
-    #[derive(Debug, PartialEq, Eq)]
-    enum Got {
-        Granted,
-        Queued,
-        Full,
-    }
-
     impl Pool {
-        /// What the engine does: take the tokens, or wait for them.
-        fn acquire(&mut self, now: f64, s: &Spec, req: u32, prio: i32, ticket: u64, n: u32) -> Got {
+        /// What the engine does: take the tokens (Ok), or wait for them.
+        fn acquire(
+            &mut self,
+            now: f64,
+            s: &Spec,
+            req: u32,
+            prio: i32,
+            ticket: u64,
+            n: u32,
+        ) -> Result<(), Acquire> {
             if self.try_take(now, n) {
-                return Got::Granted;
+                return Ok(());
             }
-            match self.wait(now, s, req, prio, ticket, n) {
-                Acquire::Queued => Got::Queued,
-                Acquire::Full => Got::Full,
-            }
+            Err(self.wait(now, s, req, prio, ticket, n))
         }
     }
 
@@ -320,10 +318,13 @@ mod tests {
     /// in that order; request i waits on ticket 100 + i.
     fn held_with(s: &Spec, waiters: &[(u32, i32)]) -> Pool {
         let mut p = Pool::new(s);
-        assert_eq!(p.acquire(0.0, s, 0, 0, 100, 1), Got::Granted);
+        assert_eq!(p.acquire(0.0, s, 0, 0, 100, 1), Ok(()));
         for &(req, prio) in waiters {
             let ticket = 100 + req as u64;
-            assert_eq!(p.acquire(0.0, s, req, prio, ticket, 1), Got::Queued);
+            assert_eq!(
+                p.acquire(0.0, s, req, prio, ticket, 1),
+                Err(Acquire::Queued)
+            );
         }
         p
     }
@@ -346,7 +347,7 @@ mod tests {
         assert_eq!(grants(&mut p, |_, _| true), [1, 2, 3]);
         assert_eq!(
             p.acquire(2.0, &s, 4, 0, 1, 1),
-            Got::Granted,
+            Ok(()),
             "the token came back"
         );
     }
@@ -378,10 +379,10 @@ mod tests {
     fn a_full_queue_or_a_zero_timeout_refuses_at_once() {
         let s = spec(Discipline::Fifo, None, Some(1));
         let mut p = held_with(&s, &[(1, 0)]);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Got::Full);
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Err(Acquire::Full));
         let s = spec(Discipline::Fifo, Some(0.0), None);
         let mut p = held_with(&s, &[]);
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Full);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Err(Acquire::Full));
     }
 
     #[test]
@@ -390,14 +391,14 @@ mod tests {
         let mut p = held_with(&s, &[(1, 0)]);
         p.start_measuring(0.0);
         assert_eq!((p.acquired, p.waited), (0, 0), "the warm-up is forgotten");
-        assert_eq!(p.acquire(0.1, &s, 2, 0, 102, 1), Got::Queued);
-        assert_eq!(p.acquire(0.2, &s, 3, 0, 103, 1), Got::Queued);
+        assert_eq!(p.acquire(0.1, &s, 2, 0, 102, 1), Err(Acquire::Queued));
+        assert_eq!(p.acquire(0.2, &s, 3, 0, 103, 1), Err(Acquire::Queued));
         p.abandon(1.1); // request 2 times out
         let live = |req: u32, ticket: u64| req != 2 && ticket == 100 + req as u64;
         assert_eq!(pass_on(&mut p, 1.5, live), Some(1));
         assert_eq!(pass_on(&mut p, 1.6, live), Some(3));
         assert_eq!(pass_on(&mut p, 1.7, live), None);
-        assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Got::Granted);
+        assert_eq!(p.acquire(1.8, &s, 4, 0, 104, 1), Ok(()));
         assert_eq!((p.acquired, p.waited, p.timed_out), (3, 2, 1));
         assert_eq!((p.rejected.total, p.rejected.take_window()), (1, 1.0));
         assert_eq!(p.rejected.take_window(), 0.0, "a new window starts at 0");
@@ -415,11 +416,11 @@ mod tests {
         assert_eq!(all, 3);
         // Two readers share the lock; a writer waits for both; a reader after the
         // writer waits too, although a token is free.
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Granted);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Got::Granted);
-        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, all), Got::Queued);
-        assert_eq!(p.acquire(0.0, &s, 4, 0, 104, 1), Got::Queued);
-        assert_eq!(p.acquire(0.0, &s, 5, 0, 105, 1), Got::Queued);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Ok(()));
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 1), Ok(()));
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, all), Err(Acquire::Queued));
+        assert_eq!(p.acquire(0.0, &s, 4, 0, 104, 1), Err(Acquire::Queued));
+        assert_eq!(p.acquire(0.0, &s, 5, 0, 105, 1), Err(Acquire::Queued));
         let live = |_: u32, _: u64| true;
         assert_eq!(
             pass_on(&mut p, 1.0, live),
@@ -443,9 +444,9 @@ mod tests {
             ..spec(Discipline::Fifo, Some(1.0), None)
         };
         let mut p = Pool::new(&s);
-        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Got::Granted);
-        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 2), Got::Queued);
-        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, 1), Got::Queued);
+        assert_eq!(p.acquire(0.0, &s, 1, 0, 101, 1), Ok(()));
+        assert_eq!(p.acquire(0.0, &s, 2, 0, 102, 2), Err(Acquire::Queued));
+        assert_eq!(p.acquire(0.0, &s, 3, 0, 103, 1), Err(Acquire::Queued));
         p.abandon(1.0);
         assert_eq!(p.grant(1.0, |req, _| req != 2), Some(3));
         assert_eq!(p.grant(1.0, |req, _| req != 2), None);

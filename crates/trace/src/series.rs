@@ -30,7 +30,7 @@ impl TimeSeries {
     /// asked for huge pages where it grants them on request (Linux's transparent huge
     /// pages in `madvise` mode): page faults fall from about 3,200 to 900, the kernel's
     /// share to about 2.5% (`benchmarks/README.md`). Populating the pages in one call
-    /// instead (`MADV_POPULATE_WRITE`) left 3.4%.
+    /// instead (`MADV_POPULATE_WRITE`) left 2.8–3.8%.
     pub fn with_room(meta: Vec<SeriesMeta>, windows: usize) -> Self {
         let values = Vec::with_capacity(windows.saturating_mul(meta.len()).min(MAX_RESERVED));
         advise_huge_pages(&values);
