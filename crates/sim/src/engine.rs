@@ -43,7 +43,7 @@ pub(crate) struct Server {
 }
 
 /// One visit of a request to a server: where it is in that tier's program.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Default)]
 pub(crate) struct Frame {
     pub(crate) tier: u16,
     /// Global server index.
@@ -67,6 +67,59 @@ pub(crate) struct Frame {
     entered: f64,
 }
 
+/// A request's stack of visits, a call to the next tier on top of its caller's. The
+/// top one, the visit running, is kept in place: every step of the program reads it,
+/// and most requests never have a second.
+#[derive(Default)]
+pub(crate) struct Visits {
+    top: Frame,
+    below: Vec<Frame>,
+    depth: u32,
+}
+
+impl Visits {
+    pub(crate) fn last(&self) -> Option<&Frame> {
+        (self.depth > 0).then_some(&self.top)
+    }
+
+    /// The running visit: a request whose program runs has one (checked in debug builds;
+    /// on an empty stack this is the last visit's frame, not memory out of bounds).
+    #[inline(always)]
+    fn top(&mut self) -> &mut Frame {
+        debug_assert!(self.depth > 0, "a running request has a visit");
+        &mut self.top
+    }
+
+    fn is_empty(&self) -> bool {
+        self.depth == 0
+    }
+
+    #[inline(always)]
+    fn push(&mut self, f: Frame) {
+        if self.depth > 0 {
+            self.below.push(self.top);
+        }
+        self.top = f;
+        self.depth += 1;
+    }
+
+    #[inline(always)]
+    fn pop(&mut self) -> Frame {
+        debug_assert!(self.depth > 0, "a visit to end");
+        let f = self.top;
+        self.depth -= 1;
+        if self.depth > 0 {
+            self.top = self.below.pop().expect("depth counts the visits below");
+        }
+        f
+    }
+
+    fn clear(&mut self) {
+        self.below.clear();
+        self.depth = 0;
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Req {
     pub(crate) id: u64,
@@ -75,7 +128,7 @@ pub(crate) struct Req {
     pub(crate) start: f64,
     /// Arrived after the warm-up: counted and recorded.
     pub(crate) measured: bool,
-    pub(crate) frames: Vec<Frame>,
+    pub(crate) frames: Visits,
     /// (first instruction of the body, iterations left) of the open loops.
     loops: Vec<(u32, u32)>,
     pub(crate) tiers: Vec<TierAcc>,
@@ -468,7 +521,7 @@ impl Sim {
     fn charge_phase(&mut self, slot: u32) {
         let now = self.now;
         let r = &mut self.reqs[slot as usize];
-        let f = r.frames.last_mut().expect("running request has a frame");
+        let f = r.frames.top();
         let t = f.tier as usize;
         let waiting = if r.ticket != 0 || r.retrying {
             Some(1u64 << r.waiting_pool)
@@ -492,7 +545,10 @@ impl Sim {
     fn advance(&mut self, slot: u32) {
         loop {
             let r = &mut self.reqs[slot as usize];
-            let Some(f) = r.frames.last_mut() else { return };
+            if r.frames.is_empty() {
+                return;
+            }
+            let f = r.frames.top();
             let (tier, server) = (f.tier as usize, f.server as usize);
             let ins = self.code[f.pc as usize];
             f.pc += 1;
@@ -601,9 +657,9 @@ impl Sim {
                         .max(0.0) as u32;
                     let r = &mut self.reqs[slot as usize];
                     if n == 0 {
-                        r.frames.last_mut().expect("frame").pc = end;
+                        r.frames.top().pc = end;
                     } else {
-                        let begin = r.frames.last().expect("frame").pc;
+                        let begin = r.frames.top().pc;
                         r.loops.push((begin, n));
                     }
                 }
@@ -612,7 +668,7 @@ impl Sim {
                     let top = r.loops.last_mut().expect("loop open");
                     top.1 -= 1;
                     if top.1 > 0 {
-                        r.frames.last_mut().expect("frame").pc = begin;
+                        r.frames.top().pc = begin;
                     } else {
                         r.loops.pop();
                     }
@@ -781,7 +837,7 @@ impl Sim {
                         r.retransmissions += 1;
                         r.retrying = true;
                         r.waiting_pool = p;
-                        r.frames.last_mut().expect("frame").pc -= 1;
+                        r.frames.top().pc -= 1;
                         self.servers[server].pools[p as usize].dropped.add();
                         self.update_phase(slot);
                         self.events.push(self.now + wait, Ev::Resume { req: slot });
@@ -803,7 +859,7 @@ impl Sim {
     fn take(&mut self, slot: u32, p: u16, exclusive: bool) {
         let r = &mut self.reqs[slot as usize];
         r.ticket = 0;
-        let f = r.frames.last_mut().expect("frame");
+        let f = r.frames.top();
         f.held |= 1 << p;
         if exclusive {
             f.exclusive |= 1 << p;
@@ -818,7 +874,7 @@ impl Sim {
     /// release happens: the call cost more than the bit operations it wraps.
     #[inline(always)]
     fn release(&mut self, slot: u32, p: u16) {
-        let f = self.reqs[slot as usize].frames.last_mut().expect("frame");
+        let f = self.reqs[slot as usize].frames.top();
         let exclusive = f.exclusive & (1 << p) != 0;
         f.held &= !(1 << p);
         f.idle &= !(1 << p);
@@ -995,7 +1051,7 @@ impl Sim {
         self.update_phase(slot);
         let now = self.now;
         let r = &mut self.reqs[slot as usize];
-        let f = r.frames.pop().expect("frame");
+        let f = r.frames.pop();
         r.loops.truncate(f.loop_base as usize);
         if self.tier_accs {
             r.tiers[f.tier as usize].time += now - f.entered;
