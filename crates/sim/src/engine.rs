@@ -896,21 +896,26 @@ impl Sim {
     /// once or after the pool's hand-off.
     #[inline(always)]
     fn let_in(&mut self, server: usize, p: u16) {
-        let tier = self.servers[server].tier;
         loop {
             let reqs = &self.reqs;
-            let pool = &mut self.servers[server].pools[p as usize];
+            let sv = &mut self.servers[server];
+            let pool = &mut sv.pools[p as usize];
             let Some(waiter) =
                 pool.grant(self.now, |req, ticket| reqs[req as usize].ticket == ticket)
             else {
                 return;
             };
             let exclusive = self.reqs[waiter as usize].waiting_exclusive;
-            let Some(handoff) = &self.m.tiers[tier].pools[p as usize].handoff else {
+            if !pool.handoff {
                 self.take(waiter, p, exclusive);
                 self.events.resume_now(waiter);
                 continue;
-            };
+            }
+            let tier = sv.tier;
+            let handoff = self.m.tiers[tier].pools[p as usize]
+                .handoff
+                .as_ref()
+                .expect("the pool has a hand-off");
             pool.promise(self.now, pool.tokens(exclusive));
             // Still waiting (its phase), but no longer on the ticket its timeout was set
             // for: a granted token is not given up. `handed_off` ends the wait.

@@ -50,6 +50,8 @@ impl Waiters {
 
 pub struct Pool {
     size: u32,
+    /// The spec has a `handoff`: a grant without one skips the spec's look-up.
+    pub handoff: bool,
     waiters: Waiters,
     arrivals: u64,
     in_use: u32,
@@ -105,6 +107,7 @@ impl Pool {
     pub fn new(spec: &Spec) -> Self {
         Pool {
             size: spec.size,
+            handoff: spec.handoff.is_some(),
             waiters: match spec.discipline {
                 Discipline::Fifo => Waiters::Fifo(VecDeque::new()),
                 Discipline::Priority => Waiters::Priority(BinaryHeap::new()),

@@ -23,8 +23,7 @@ impl TimeAvg {
         self.total_area += area;
         self.last = now;
         self.value = value;
-        // Not `f64::max`: its NaN handling costs 7 instructions here, and a level is
-        // never NaN (nor -0.0), so a plain comparison gives the same maximum.
+        // (Not `f64::max`: see `max`.)
         if value > self.window_max {
             self.window_max = value;
         }
@@ -42,8 +41,8 @@ impl TimeAvg {
     /// (time average, maximum) over the window ending now; starts the next window.
     pub fn close_window(&mut self, now: f64, length: f64) -> (f64, f64) {
         self.set(now, self.value);
-        let out = (self.window_area / length, self.window_max.max(self.before));
-        self.total_max = self.total_max.max(self.window_max);
+        let out = (self.window_area / length, max(self.window_max, self.before));
+        self.total_max = max(self.total_max, self.window_max);
         self.window_area = 0.0;
         self.window_max = self.value;
         self.before = 0.0;
@@ -67,7 +66,18 @@ impl TimeAvg {
 
     /// Maximum over the measured period, up to now.
     pub fn total_max(&self) -> f64 {
-        self.total_max.max(self.window_max)
+        max(self.total_max, self.window_max)
+    }
+}
+
+/// Not `f64::max`: its NaN handling costs 7 instructions, and a level is never NaN
+/// (nor -0.0), so a plain comparison gives the same maximum.
+#[inline]
+fn max(a: f64, b: f64) -> f64 {
+    if b > a {
+        b
+    } else {
+        a
     }
 }
 
