@@ -218,7 +218,7 @@ impl Pool {
     #[inline(always)]
     pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
         // Full (as after a token passed straight on): nobody fits, whoever waits.
-        while self.in_use < self.size {
+        while !self.is_full() {
             let Some(&(_, _, req, ticket, tokens)) = self.waiters.head() else {
                 break;
             };
@@ -272,9 +272,14 @@ impl Pool {
         (self.in_use - self.promised) as f64
     }
 
+    /// Every token is in use: `grant` admits nobody.
+    pub fn is_full(&self) -> bool {
+        self.in_use >= self.size
+    }
+
     /// Record the tokens held after a release and its grants (only if they changed,
     /// so that a token passed straight to a waiter leaves the series untouched).
-    fn settle(&mut self, now: f64) {
+    pub fn settle(&mut self, now: f64) {
         if self.held() != self.busy.value() {
             self.busy.set(now, self.held());
         }
