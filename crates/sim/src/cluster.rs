@@ -107,7 +107,7 @@ impl Sim {
     fn dispatcher_of(&self, slot: u32, tier: usize) -> usize {
         let k = self.clusters[tier].dispatchers.len();
         let r = &self.reqs[slot as usize];
-        match r.frames.last() {
+        match r.visits.last() {
             Some(f) => (f.server as usize - self.tier_first_server[f.tier as usize]) % k,
             None => (self.sessions.id(r.session) % k as u64) as usize,
         }

@@ -51,7 +51,7 @@ impl Waiters {
 pub struct Pool {
     size: u32,
     /// The spec has a `handoff`: a grant without one skips the spec's look-up.
-    pub handoff: bool,
+    pub has_handoff: bool,
     waiters: Waiters,
     arrivals: u64,
     in_use: u32,
@@ -107,7 +107,7 @@ impl Pool {
     pub fn new(spec: &Spec) -> Self {
         Pool {
             size: spec.size,
-            handoff: spec.handoff.is_some(),
+            has_handoff: spec.handoff.is_some(),
             waiters: match spec.discipline {
                 Discipline::Fifo => Waiters::Fifo(VecDeque::new()),
                 Discipline::Priority => Waiters::Priority(BinaryHeap::new()),
@@ -217,7 +217,7 @@ impl Pool {
     /// a waiter still waits.
     #[inline(always)]
     pub fn grant(&mut self, now: f64, mut is_live: impl FnMut(u32, u64) -> bool) -> Option<u32> {
-        // Full (as after a token passed straight on): nobody fits, whoever waits.
+        // Full: nobody fits, whoever waits.
         while !self.is_full() {
             let Some(&(_, _, req, ticket, tokens)) = self.waiters.head() else {
                 break;
