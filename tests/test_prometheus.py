@@ -15,6 +15,7 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tierlab.live import generate_load, loadgen
+from tierlab.live.loadgen_metrics import _Progress
 
 from conftest import MAPPING, free_ports, live_model, running_testbed
 
@@ -160,3 +161,21 @@ def test_the_load_generators_last_histogram_counts_the_traces_requests(tmp_path,
     counts = {name: float(sum(t["requests"].values())) for name, t in trace.summary["types"].items()}
     assert {name: count for name, (_, count) in histograms.items() if count} == {name: c for name, c in counts.items() if c}
     assert sum(counts.values()) > 0
+
+
+def test_a_scrape_between_a_reports_two_calls_sees_the_last_whole_report():
+    """The generator hands a report over in two calls, the histogram then the counters;
+    a scrape in between reads the previous report whole (a histogram counting more
+    requests than `finished` failed `test_the_load_generator_serves_...` on a busy CI)."""
+    p = _Progress(["a"])
+    one = [0] * (len(p.bounds) - 1)
+    p.latency([[1, *one]], [0.1])
+    p(0.5, 1, 0)
+    p.latency([[3, *one]], [0.3])  # the next report: its counters not handed over yet
+    f = {m.name: m for m in p.collect()}
+    finished = f["tierlab_loadgen_requests_finished"].samples[0].value
+    (count,) = (s.value for s in f["tierlab_loadgen_response_time_seconds"].samples if s.name.endswith("_count"))
+    assert (finished, count) == (1, 1)
+    p(0.6, 3, 0)
+    f = {m.name: m for m in p.collect()}
+    assert f["tierlab_loadgen_requests_finished"].samples[0].value == 3

@@ -24,34 +24,40 @@ Latency = Callable[[list[list[int]], list[float]], None]
 
 
 class _Progress:
-    """The latest progress, read when scraped."""
+    """The latest report, read when scraped. The generator hands over each report in two
+    calls (`latency`, then the counters); a scrape takes one snapshot, replaced whole when
+    a report's counters arrive, so it never pairs a report's histogram with the previous
+    report's counters (where the histogram would count more than `finished`)."""
 
     def __init__(self, types: Sequence[str]) -> None:
-        self.fraction = self.finished = self.failed = 0.0
         self.types = list(types)
         self.bounds = [*map(str, _core.latency_bounds()), "+Inf"]
-        self.buckets: list[list[int]] = [[0] * len(self.bounds) for _ in self.types]
-        self.sums = [0.0] * len(self.types)
+        buckets = [[0] * len(self.bounds) for _ in self.types]
+        sums = [0.0] * len(self.types)
+        self._latency = (buckets, sums)  # of the report being handed over
+        # (fraction, finished, failed, buckets, sums) of the last whole report
+        self.snapshot: tuple[float, float, float, list[list[int]], list[float]] = (0.0, 0.0, 0.0, buckets, sums)
 
     def __call__(self, fraction: float, finished: float = 0, failed: float = 0) -> None:
-        self.fraction, self.finished, self.failed = fraction, finished, failed
+        self.snapshot = (fraction, finished, failed, *self._latency)
 
     def latency(self, buckets: list[list[int]], sums: list[float]) -> None:
-        self.buckets, self.sums = buckets, sums
+        self._latency = (buckets, sums)
 
     def describe(self) -> list[Metric]:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        yield CounterMetricFamily("tierlab_loadgen_requests_finished", "Requests the load generator finished, warm-up included.", value=self.finished)
-        yield CounterMetricFamily("tierlab_loadgen_requests_failed", "Finished requests that failed (any status but ok).", value=self.failed)
-        yield GaugeMetricFamily("tierlab_loadgen_run_fraction", "Share of the run's duration elapsed.", value=self.fraction)
+        fraction, finished, failed, buckets, sums = self.snapshot
+        yield CounterMetricFamily("tierlab_loadgen_requests_finished", "Requests the load generator finished, warm-up included.", value=finished)
+        yield CounterMetricFamily("tierlab_loadgen_requests_failed", "Finished requests that failed (any status but ok).", value=failed)
+        yield GaugeMetricFamily("tierlab_loadgen_run_fraction", "Share of the run's duration elapsed.", value=fraction)
         histogram = HistogramMetricFamily(
             "tierlab_loadgen_response_time_seconds",
             "Response time of the finished requests per type, from the intended send time, warm-up included.",
             labels=["type"],
         )
-        for name, counts, total in zip(self.types, self.buckets, self.sums, strict=True):
+        for name, counts, total in zip(self.types, buckets, sums, strict=True):
             histogram.add_metric([name], list(zip(self.bounds, accumulate(counts), strict=True)), sum_value=total)
         yield histogram
 
