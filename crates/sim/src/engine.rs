@@ -152,6 +152,9 @@ pub(crate) struct Req {
     disk_left: u32,
 }
 
+/// Events between two calls of the run's `tick` (progress, Ctrl-C).
+const TICK_EVENTS: u64 = 0x4000;
+
 pub struct Sim {
     pub(crate) m: Model,
     pub(crate) now: f64,
@@ -305,6 +308,9 @@ impl Sim {
         self.start_workload();
         let mut interrupted = false;
         let (stall_limit, mut same_instant) = (self.stall_limit(), 0u64);
+        // (`advance` counts the events it takes from the lane itself: a threshold, not
+        // a multiple, so that none is skipped.)
+        let mut next_tick = TICK_EVENTS;
         while let Some((t, ev)) = self.events.pop() {
             if t > duration {
                 break; // (the event list is not read again)
@@ -334,9 +340,12 @@ impl Sim {
                 ev => self.handle(ev),
             }
             self.events_done += 1;
-            if self.events_done & 0x3fff == 0 && !tick(self.now / duration) {
-                interrupted = true;
-                break;
+            if self.events_done >= next_tick {
+                next_tick = self.events_done + TICK_EVENTS;
+                if !tick(self.now / duration) {
+                    interrupted = true;
+                    break;
+                }
             }
         }
         if !interrupted {
@@ -555,8 +564,23 @@ impl Sim {
         f.phase = phase as u8;
     }
 
-    /// Execute the request's program until it blocks or ends.
-    fn advance(&mut self, slot: u32) {
+    /// Execute the request's program until it blocks or ends, then those of the
+    /// waiters it let in that resume at once: the run loop would take them next
+    /// (every caller of `advance` returns to it straight after), through one more
+    /// event each.
+    fn advance(&mut self, mut slot: u32) {
+        loop {
+            self.run_program(slot);
+            let Some(next) = self.events.take_ready() else {
+                return;
+            };
+            self.events_done += 1;
+            slot = next;
+        }
+    }
+
+    #[inline(always)]
+    fn run_program(&mut self, slot: u32) {
         loop {
             let r = &mut self.reqs[slot as usize];
             if r.visits.is_empty() {

@@ -147,6 +147,12 @@ impl EventQueue {
         }
     }
 
+    /// The next request of the lane, if any: it resumes before anything else.
+    #[inline(always)]
+    pub fn take_ready(&mut self) -> Option<u32> {
+        self.ready.pop_front()
+    }
+
     pub fn pop(&mut self) -> Option<(f64, Ev)> {
         if let Some(req) = self.ready.pop_front() {
             return Some((f64::from_bits(self.now_bits), Ev::Resume { req }));
