@@ -3,7 +3,9 @@
 //! Events for the current instant skip the heap: they queue in a FIFO that is merged
 //! with the heap by the same key, so the order is unchanged. A granted waiter resuming
 //! when nothing else is due at this instant (the usual case) skips both: it waits in a
-//! lane of request slots that goes before either.
+//! lane of request slots that goes before either. The next session arrival of an open
+//! population waits beside the heap, compared with its top: one pending event that
+//! would otherwise sift through the heap at every arrival.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
@@ -76,7 +78,6 @@ impl Ord for Entry {
     }
 }
 
-#[derive(Default)]
 pub struct EventQueue {
     heap: BinaryHeap<Entry>,
     /// The heap's top was returned by `pop` but is still in place: the next event for
@@ -92,6 +93,30 @@ pub struct EventQueue {
     /// Requests resuming at `now_bits`, in order, ahead of `now` and the heap: each
     /// joined when both held nothing for this instant, so it would have been next anyway.
     ready: VecDeque<u32>,
+    /// The key and epoch of the next session arrival (`NONE` if none), kept out of the
+    /// heap, where it would sift at every arrival: an open population has one pending at
+    /// a time (any more, left stale by a burst switch, go to the heap). `pop` compares it
+    /// with the heap's top.
+    arrival: u128,
+    arrival_epoch: u32,
+}
+
+/// No event's key: its time would be NaN.
+const NONE: u128 = u128::MAX;
+
+impl Default for EventQueue {
+    fn default() -> Self {
+        EventQueue {
+            heap: BinaryHeap::new(),
+            taken: false,
+            now: VecDeque::new(),
+            now_bits: 0,
+            seq: 0,
+            ready: VecDeque::new(),
+            arrival: NONE,
+            arrival_epoch: 0,
+        }
+    }
 }
 
 impl EventQueue {
@@ -108,6 +133,8 @@ impl EventQueue {
         };
         if bits == self.now_bits {
             self.now.push_back(e);
+        } else if let (Ev::SessionArrival { epoch }, NONE) = (ev, self.arrival) {
+            (self.arrival, self.arrival_epoch) = (e.key, epoch);
         } else if self.taken {
             self.taken = false;
             *self.heap.peek_mut().expect("the taken top is in place") = e;
@@ -139,7 +166,7 @@ impl EventQueue {
             due_now(1) || due_now(2)
         } else {
             due_now(0)
-        };
+        } || (self.arrival >> 64) as u64 == self.now_bits;
         if self.now.is_empty() && !due {
             self.ready.push_back(req);
         } else {
@@ -158,10 +185,17 @@ impl EventQueue {
             return Some((f64::from_bits(self.now_bits), Ev::Resume { req }));
         }
         self.settle();
+        let heap = self.heap.peek().map_or(NONE, |h| h.key);
         if let Some(first) = self.now.front() {
-            if self.heap.peek().is_none_or(|h| first.key < h.key) {
+            if first.key < heap.min(self.arrival) {
                 return self.now.pop_front().map(|e| (e.time(), e.ev));
             }
+        }
+        if self.arrival < heap {
+            let key = std::mem::replace(&mut self.arrival, NONE);
+            self.now_bits = (key >> 64) as u64;
+            let epoch = self.arrival_epoch;
+            return Some((f64::from_bits(self.now_bits), Ev::SessionArrival { epoch }));
         }
         let e = *self.heap.peek()?;
         self.taken = true;
@@ -223,6 +257,27 @@ mod tests {
     }
 
     #[test]
+    fn the_next_session_arrival_kept_apart_keeps_its_place() {
+        let mut q = EventQueue::default();
+        q.push(1.0, Ev::Resume { req: 1 });
+        q.push(1.0, Ev::SessionArrival { epoch: 7 });
+        q.push(0.5, Ev::SessionArrival { epoch: 6 }); // a second one: to the heap
+        assert_eq!(q.pop(), Some((0.5, Ev::SessionArrival { epoch: 6 })));
+        assert_eq!(q.pop(), Some((1.0, Ev::Resume { req: 1 })));
+        // The arrival pushed before it is due at this instant: no lane for request 2.
+        q.resume_now(2);
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        let at1 = |ev| (1.0, ev);
+        assert_eq!(
+            order,
+            [
+                at1(Ev::SessionArrival { epoch: 7 }),
+                at1(Ev::Resume { req: 2 })
+            ]
+        );
+    }
+
+    #[test]
     fn a_request_resumed_now_keeps_the_order_push_would_give_it() {
         let mut q = EventQueue::default();
         q.push(1.0, Ev::Window);
@@ -263,32 +318,39 @@ mod tests {
     #[test]
     fn pops_in_time_then_insertion_order_whatever_the_mix_of_pushes_and_pops() {
         // Against a plain list searched for its least (time, order): times on a coarse
-        // grid so that many tie, some at the current instant, requests resumed at once.
+        // grid so that many tie, some at the current instant, requests resumed at once,
+        // session arrivals (one kept apart, any more in the heap).
         let (mut q, mut list, mut order) = (EventQueue::default(), Vec::new(), 0u32);
         let (mut x, mut now) = (12345u64, 0.0);
         for _ in 0..5000 {
             x = x
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
-            let r = (x >> 33) % 8;
-            if r < 3 {
-                let time = now + (r as f64) * 0.5;
-                q.push(time, Ev::Resume { req: order });
-                list.push((time, order));
-            } else if r == 3 {
-                q.resume_now(order);
-                list.push((now, order));
-            } else {
-                let least = (0..list.len()).min_by(|&i, &j| {
-                    let (a, b) = (list[i], list[j]);
-                    a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
-                });
-                let want = least.map(|i| list.remove(i));
-                let got = q.pop();
-                assert_eq!(got, want.map(|(t, req)| (t, Ev::Resume { req })));
-                now = got.map_or(now, |(t, _)| t);
-                continue;
-            }
+            let r = (x >> 33) % 9;
+            let time = now + ((x >> 40) % 3) as f64 * 0.5;
+            let ev = match r {
+                0..=2 => Ev::Resume { req: order },
+                3 => Ev::SessionArrival { epoch: order },
+                4 => {
+                    q.resume_now(order);
+                    list.push((now, order, Ev::Resume { req: order }));
+                    order += 1;
+                    continue;
+                }
+                _ => {
+                    let least = (0..list.len()).min_by(|&i, &j| {
+                        let (a, b) = (list[i], list[j]);
+                        a.0.total_cmp(&b.0).then(a.1.cmp(&b.1))
+                    });
+                    let want = least.map(|i| list.remove(i));
+                    let got = q.pop();
+                    assert_eq!(got, want.map(|(t, _, ev)| (t, ev)));
+                    now = got.map_or(now, |(t, _)| t);
+                    continue;
+                }
+            };
+            q.push(time, ev);
+            list.push((time, order, ev));
             order += 1;
         }
     }
