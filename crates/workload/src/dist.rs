@@ -69,11 +69,16 @@ impl Dist {
     }
 
     /// A draw. A constant (a session's usual weight of 1, a fixed time) is read where
-    /// it is used, without a call: the random kinds' code is too large to inline.
+    /// it is used, without a call, and so is the commonest random kind, the exponential
+    /// (its ziggurat's quick path is short): the other kinds' code is too large to inline.
     #[inline]
     pub fn sample(&self, rng: &mut impl Rng) -> f64 {
         match self {
             Dist::Constant { value } => *value,
+            Dist::Exponential { mean, max: None } => {
+                let x: f64 = Exp1.sample(rng);
+                x * mean
+            }
             _ => self.draw(rng),
         }
     }
