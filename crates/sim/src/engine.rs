@@ -307,27 +307,18 @@ impl Sim {
         }
         self.start_workload();
         let mut interrupted = false;
-        let (stall_limit, mut same_instant) = (self.stall_limit(), 0u64);
-        // (`advance` counts the events it takes from the lane itself: a threshold, not
-        // a multiple, so that none is skipped.)
-        let mut next_tick = TICK_EVENTS;
+        // The events run at the current instant are those counted since the clock last
+        // moved, the first one not included (`advance` counts the lane's it runs).
+        let (stall_limit, mut instant_start) = (self.stall_limit(), 0u64);
         while let Some((t, ev)) = self.events.pop() {
             if t > duration {
                 break; // (the event list is not read again)
             }
-            // Counted and checked only at a repeated instant: the clock usually moves.
+            // Counted before it runs: the waiters `advance` then takes from the lane
+            // are counted after it, in the order the run loop would have taken them.
+            self.events_done += 1;
             if t > self.now {
-                same_instant = 0;
-            } else {
-                same_instant += 1;
-                if same_instant > stall_limit {
-                    return Err(format!(
-                        "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
-                         at that instant): closed clients with no think time whose requests take no time \
-                         (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
-                         resend for ever; give workload.think a positive mean or let requests wait"
-                    ));
-                }
+                instant_start = self.events_done;
             }
             self.now = t;
             // Most events resume a request (a delay's end, a granted waiter): straight
@@ -339,13 +330,18 @@ impl Sim {
                 Ev::Window => self.close_window(),
                 ev => self.handle(ev),
             }
-            self.events_done += 1;
-            if self.events_done >= next_tick {
-                next_tick = self.events_done + TICK_EVENTS;
-                if !tick(self.now / duration) {
-                    interrupted = true;
-                    break;
-                }
+            let same_instant = self.events_done - instant_start;
+            if same_instant > stall_limit {
+                return Err(format!(
+                    "engine model: workload.think: the simulated clock stopped at {t} s ({same_instant} events \
+                     at that instant): closed clients with no think time whose requests take no time \
+                     (rejected at once by a pool with timeout 0 or a full queue, or programs with no work) \
+                     resend for ever; give workload.think a positive mean or let requests wait"
+                ));
+            }
+            if self.events_done.is_multiple_of(TICK_EVENTS) && !tick(self.now / duration) {
+                interrupted = true;
+                break;
             }
         }
         if !interrupted {
@@ -567,10 +563,14 @@ impl Sim {
     /// Execute the request's program until it blocks or ends, then those of the
     /// waiters it let in that resume at once: the run loop would take them next
     /// (every caller of `advance` returns to it straight after), through one more
-    /// event each.
+    /// event each. At a tick's count it stops: the run loop ticks, checks the clock
+    /// and takes the rest of the lane itself, exactly as if it had taken every one.
     fn advance(&mut self, mut slot: u32) {
         loop {
             self.run_program(slot);
+            if self.events_done.is_multiple_of(TICK_EVENTS) {
+                return;
+            }
             let Some(next) = self.events.take_ready() else {
                 return;
             };

@@ -85,18 +85,19 @@ pub struct EventQueue {
     /// one sift twice and once), and anything else that reads the heap removes it first.
     taken: bool,
     /// Events at `now_bits` (the time of the last event popped), in insertion order.
-    /// Each one is later than any event of the heap at that time (pushed before it)
-    /// and earlier than any later time, so `pop` takes the lesser of the two fronts.
+    /// Each one is later than any event of the heap or the arrival slot at that time
+    /// (pushed before it) and earlier than any later time, so `pop` takes the least of
+    /// the fronts.
     now: VecDeque<Entry>,
     now_bits: u64,
     seq: u64,
-    /// Requests resuming at `now_bits`, in order, ahead of `now` and the heap: each
-    /// joined when both held nothing for this instant, so it would have been next anyway.
+    /// Requests resuming at `now_bits`, in order, ahead of everything else: each joined
+    /// when nothing else was due at this instant, so it would have been next anyway.
     ready: VecDeque<u32>,
-    /// The key and epoch of the next session arrival (`NONE` if none), kept out of the
-    /// heap, where it would sift at every arrival: an open population has one pending at
-    /// a time (any more, left stale by a burst switch, go to the heap). `pop` compares it
-    /// with the heap's top.
+    /// The key and epoch of a session arrival (`NONE` if none), kept out of the heap,
+    /// where it would sift at every arrival: an open population has one pending at a
+    /// time, but for a burst switch, which leaves it stale and draws another (that one
+    /// goes to the heap). `pop` compares it with the heap's top.
     arrival: u128,
     arrival_epoch: u32,
 }

@@ -181,6 +181,55 @@ fn a_stop_request_ends_the_run_early_and_marks_it() {
     assert!(t.summary.simulated_until.unwrap() < 50_000.0);
 }
 
+/// Waiters that a release lets in resume inside `advance`, not through the run loop;
+/// the run loop still ticks at every 16 384th event, so a count stops a run exactly.
+#[test]
+fn a_run_stopped_at_its_60th_tick_ends_after_60_times_16384_events() {
+    let m = open_model(
+        0.7,
+        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
+        held(1.0),
+        200_000.0,
+    );
+    let mut calls = 0;
+    let t = sim::simulate(&m.to_string(), |_| {
+        calls += 1;
+        calls < 60
+    })
+    .expect("runs");
+    assert!(t.summary.interrupted);
+    assert_eq!(t.summary.events, Some(60 * 16384));
+}
+
+/// Two clients pass one token back and forth at one instant, 600 000 times (each
+/// release lets the other in, through the lane): more events at that instant than
+/// the engine allows, although none of them goes through the run loop's own pop.
+#[test]
+fn a_zero_time_ping_pong_through_the_lane_is_a_stopped_clock() {
+    let program = json!([
+        {"op": "acquire", "pool": 0},
+        {"op": "delay", "time": constant(0.0)},
+        {"op": "loop", "count": constant(600_000.0), "body": [
+            {"op": "release", "pool": 0},
+            {"op": "acquire", "pool": 0}
+        ]},
+        {"op": "release", "pool": 0}
+    ]);
+    let mut m = open_model(
+        1.0,
+        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
+        program,
+        3.0,
+    );
+    m["workload"]["population"] = json!({"kind": "closed", "clients": 2});
+    m["workload"]["think"] = constant(1.0);
+    m["run"]["warmup"] = json!(0.0);
+    let err = sim::simulate(&m.to_string(), |_| true)
+        .err()
+        .expect("a stopped clock");
+    assert!(err.contains("clock stopped at 1 s"), "{err}");
+}
+
 #[test]
 fn a_hand_off_leaves_the_token_free_between_holders() {
     // Two clients always want the one token (no think time), each holding it 1 s; a
