@@ -9,15 +9,21 @@ use common::*;
 use serde_json::json;
 use trace::Output;
 
-#[test]
-fn a_one_token_pool_is_mm1() {
-    // λ = 0.7, μ = 1: W = 1/(μ − λ) = 3.33 s; the token is busy ρ = 0.7 of the time.
-    let t = run(&open_model(
+/// An M/M/1 queue: Poisson arrivals at 0.7/s for one token held an exponential 1 s,
+/// for `duration` seconds.
+fn one_token_queue(duration: f64) -> serde_json::Value {
+    open_model(
         0.7,
         tier("s", 1, json!([pool("one", 1, None)]), json!([])),
         held(1.0),
-        100_000.0,
-    ));
+        duration,
+    )
+}
+
+#[test]
+fn a_one_token_pool_is_mm1() {
+    // λ = 0.7, μ = 1: W = 1/(μ − λ) = 3.33 s; the token is busy ρ = 0.7 of the time.
+    let t = run(&one_token_queue(100_000.0));
     let s = &t.summary;
     close(s.response_time.unwrap().mean, 1.0 / 0.3, 0.04);
     close(s.tiers["s"].servers[0].pools["one"].mean_busy, 0.7, 0.02);
@@ -132,12 +138,7 @@ fn round_robin_splits_requests_evenly_over_servers() {
 
 #[test]
 fn the_same_seed_gives_the_same_run_and_another_seed_another() {
-    let m = open_model(
-        0.7,
-        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
-        held(1.0),
-        2_000.0,
-    );
+    let m = one_token_queue(2_000.0);
     let (a, b) = (run(&m), run(&m));
     let text = |o: &Output| serde_json::to_string(&o.summary).unwrap();
     assert_eq!(text(&a), text(&b));
@@ -149,12 +150,7 @@ fn the_same_seed_gives_the_same_run_and_another_seed_another() {
 /// `tick` hears the fraction done every 16 384 events and once at the end (1.0).
 #[test]
 fn progress_is_reported_every_16384_events_and_at_the_end() {
-    let m = open_model(
-        0.7,
-        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
-        held(1.0),
-        20_000.0,
-    );
+    let m = one_token_queue(20_000.0);
     let mut fractions = Vec::new();
     let t = sim::simulate(&m.to_string(), |f| {
         fractions.push(f);
@@ -170,12 +166,7 @@ fn progress_is_reported_every_16384_events_and_at_the_end() {
 
 #[test]
 fn a_stop_request_ends_the_run_early_and_marks_it() {
-    let m = open_model(
-        0.7,
-        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
-        held(1.0),
-        100_000.0,
-    );
+    let m = one_token_queue(100_000.0);
     let t = sim::simulate(&m.to_string(), |fraction| fraction < 0.1).expect("runs");
     assert!(t.summary.interrupted);
     assert!(t.summary.simulated_until.unwrap() < 50_000.0);
@@ -185,12 +176,7 @@ fn a_stop_request_ends_the_run_early_and_marks_it() {
 /// the run loop still ticks at every 16 384th event, so a count stops a run exactly.
 #[test]
 fn a_run_stopped_at_its_60th_tick_ends_after_60_times_16384_events() {
-    let m = open_model(
-        0.7,
-        tier("s", 1, json!([pool("one", 1, None)]), json!([])),
-        held(1.0),
-        200_000.0,
-    );
+    let m = one_token_queue(200_000.0);
     let mut calls = 0;
     let t = sim::simulate(&m.to_string(), |_| {
         calls += 1;
