@@ -235,6 +235,9 @@ def main() -> None:
     pairs.sort(key=lambda p: p[0])
     ratio, mmc_ours, hand = pairs[PAIRS // 2]
     res["mmc_pair_ratios"] = [p[0] for p in pairs]
+    # The two walls of each pair (same order): a slow phase of the host shows as both
+    # rising, and it has been seen to slow our runs more than the hand loop's.
+    res["mmc_pair_walls_ms"] = [[1e3 * p[1]["wall_s"], 1e3 * p[2]["wall_s"]] for p in pairs]
     for case in ("mmc", "nested"):
         # Ours lasts under a second, so one run is at the mercy of a moment's noise on a
         # shared machine: the median of three (SimPy's half-minute averages it out).
@@ -250,6 +253,7 @@ def main() -> None:
     res["mmc_theory_mean_rt"] = mmc_theory
     print(f"mmc     hand  {hand['customers_per_s']:>12,.0f} req/s  {hand['events'] / hand['wall_s']:>12,.0f} events/s  mean RT {hand['mean_rt']:.4f}")
     print(f"mmc     ours ÷ hand, {PAIRS} alternating pairs: {', '.join(f'{r:.3f}' for r in res['mmc_pair_ratios'])}")
+    print(f"mmc     their walls, ours/hand ms: {', '.join(f'{o:.0f}/{h:.0f}' for o, h in res['mmc_pair_walls_ms'])}")
     res["handloop"] = hand
     res["mmc_ratio_vs_handloop"] = ratio
     big = child("ours", "nested", 10 * n)
