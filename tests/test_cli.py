@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import click
+import pandas as pd
 import pytest
 
 import tierlab
@@ -32,6 +33,12 @@ COMMANDS = _commands(cli)
 HEAVY = ["pandas", "pyarrow", "numpy", "pydantic", "scipy", "matplotlib", "plotly"]
 
 
+def _loaded_by(code: str) -> list[str]:
+    check = f"{code}\nimport sys\nprint('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
+    return out.splitlines()[-1].split()[1:]
+
+
 def test_commands_are_found():
     assert {"simulate", "live run", "size profile", "report"} <= set(COMMANDS)
 
@@ -40,10 +47,22 @@ def test_commands_are_found():
 def test_importing_tierlab_and_help_load_no_heavy_library(code):
     # `import tierlab` and `tierlab --help` stay fast: pandas, numpy, pydantic and the
     # plotting libraries load only when a command uses them.
-    check = f"{code}\nimport sys\nprint('loaded:', *(m for m in {HEAVY!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, check=True).stdout
-    loaded = out.splitlines()[-1].split()[1:]
+    loaded = _loaded_by(code)
     assert loaded == [], f"{code!r} imported {loaded}"
+
+
+def test_a_simulation_writes_its_trace_without_pandas(tmp_path):
+    # pandas takes longer to import than a small run's engine call: `tierlab simulate`
+    # writes the engine's columns to Parquet through pyarrow alone, and the frames are
+    # made when an analysis reads them — the same frames, NaN and labels included.
+    model = EXAMPLES / "tpcw_2tier.yaml"
+    args = ["simulate", str(model), "--out", str(tmp_path), "--duration", "60", "--warmup", "10", "--quiet"]
+    loaded = _loaded_by(f"from tierlab.cli import cli; cli.main({args!r}, standalone_mode=False)")
+    assert "pandas" not in loaded and "pyarrow" in loaded
+    trace, written = tierlab.simulate(model, duration=60, warmup=10), tierlab.read_trace(tmp_path)
+    assert trace.requests is not None and trace.timeseries.value.isna().any()
+    pd.testing.assert_frame_equal(written.timeseries, trace.timeseries)
+    pd.testing.assert_frame_equal(written.requests, trace.requests)
 
 
 def test_lazy_names_resolve():

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..trace import Trace
-
 if TYPE_CHECKING:
     from .._core import Output
+    from ..trace import Trace
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -4,45 +4,56 @@ memory as a `Trace`; `read_trace` validates a folder against the schema."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ..errors import TraceError
+from .columns import Columns, write_parquet
 from .schema import REQUEST_COLUMNS, SCHEMA_VERSION, STATEMENT_COLUMNS, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Trace:
     """One run, simulated or live. `requests` is None when records were off;
     `statements` (the database's per-statement figures) only a live run on PostgreSQL has.
-    `timeseries` may be given as a function that builds the frame: it is called at the
-    first read (a long simulation's long-format frame costs a tenth of the run, and many
-    callers read only the summary)."""
+    `timeseries` and `requests` may be given as `Columns`: they become frames at the
+    first read, and a trace written before that is written without pandas."""
 
     def __init__(
         self,
         summary: Summary,
-        timeseries: pd.DataFrame | Callable[[], pd.DataFrame],
-        requests: pd.DataFrame | None = None,
+        timeseries: pd.DataFrame | Columns,
+        requests: pd.DataFrame | Columns | None = None,
         statements: pd.DataFrame | None = None,
     ) -> None:
         self.summary = summary
         self._timeseries = timeseries
-        self.requests = requests
+        self._requests = requests
         self.statements = statements
 
     @property
     def timeseries(self) -> pd.DataFrame:
-        if callable(self._timeseries):
-            self._timeseries = self._timeseries()
+        if isinstance(self._timeseries, Columns):
+            self._timeseries = self._timeseries.frame()
         return self._timeseries
 
     @timeseries.setter
     def timeseries(self, frame: pd.DataFrame) -> None:
         self._timeseries = frame
+
+    @property
+    def requests(self) -> pd.DataFrame | None:
+        if isinstance(self._requests, Columns):
+            self._requests = self._requests.frame()
+        return self._requests
+
+    @requests.setter
+    def requests(self, frame: pd.DataFrame | None) -> None:
+        self._requests = frame
 
     @property
     def end(self) -> float:
@@ -57,11 +68,10 @@ class Trace:
     def write(self, folder: str | Path) -> Path:
         out = Path(folder)
         out.mkdir(parents=True, exist_ok=True)
-        if self.requests is not None:
-            self.requests.to_parquet(out / "requests.parquet", index=False)
-        if self.statements is not None:
-            self.statements.to_parquet(out / "statements.parquet", index=False)
-        self.timeseries.to_parquet(out / "timeseries.parquet", index=False)
+        tables = {"requests": self._requests, "statements": self.statements, "timeseries": self._timeseries}
+        for name, table in tables.items():
+            if table is not None:
+                write_parquet(table, out / f"{name}.parquet")
         (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True, allow_nan=False) + "\n")
         return out
 
@@ -105,6 +115,8 @@ def read_trace(folder: str | Path) -> Trace:
 
 
 def _table(path: Path, columns: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         df = pd.read_parquet(path)
     except Exception as e:  # noqa: BLE001 — pyarrow raises several kinds for a damaged file
@@ -127,6 +139,8 @@ _LABELS = {"type", "status", "tier", "resource", "metric", "query"}
 def _column_problem(df: pd.DataFrame) -> str | None:
     """What is wrong with a table's values, or None: a numeric column holding text, an
     infinite, missing or negative figure, a status the schema does not know."""
+    import pandas as pd
+
     for c in df.columns:
         if c in _LABELS:
             continue

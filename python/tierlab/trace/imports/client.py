@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ...errors import InputError
-from ..core import timeseries_frame
+from ..columns import Columns
+from ..core import timeseries_columns
 from ..folder import Trace
 from ..schema import SCHEMA_VERSION, STATUSES, Summary, check_summary
 
@@ -112,10 +113,10 @@ def type_figures(counts: dict[str, int], response_time: dict[str, float] | None,
     return {"requests": {k: int(counts.get(k, 0)) for k in STATUSES}, "throughput": counts.get("ok", 0) / measured, "response_time": response_time}
 
 
-def client_series(window_start: np.ndarray, columns: dict[str, np.ndarray]) -> pd.DataFrame:
+def client_series(window_start: np.ndarray, columns: dict[str, np.ndarray]) -> Columns:
     """The `client` tier's series (server 0) from one array per metric."""
     names = list(columns)
-    return timeseries_frame(window_start, np.column_stack([columns[m] for m in names]), ["client"] * len(names), [0] * len(names), [""] * len(names), names)
+    return timeseries_columns(window_start, np.column_stack([columns[m] for m in names]), ["client"] * len(names), [0] * len(names), [""] * len(names), names)
 
 
 def from_records(r: pd.DataFrame, tool: str, results: str | Path, window: float = 0.1, warmup: float = 0.0, missing: dict[str, str] | None = None) -> Trace:
