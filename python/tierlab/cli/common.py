@@ -93,14 +93,16 @@ def about(path: str) -> Iterator[None]:
 
 
 def run_length(duration: float | None = None, warmup: float | None = None) -> Callable:
-    """`--duration` and `--warmup`, meaning the same on every command that runs a model:
-    they override the model's `run.duration` — the total seconds of each run, the
-    warm-up included — and `run.warmup`. Defaults: the model's, or those given."""
+    """`--duration`, `--warmup` and `--set`, meaning the same on every command that runs
+    a model: they override the model's `run.duration` — the total seconds of each run,
+    the warm-up included — and `run.warmup` (defaults: the model's, or those given), and
+    any field by its dotted path (`changed`)."""
 
     def default(value: float | None, field: str) -> str:
         return f"the model's run.{field}" if value is None else f"{value:g}"
 
     return options(
+        SET,
         click.option(
             "--duration",
             type=click.FloatRange(min=0, min_open=True),
@@ -116,11 +118,56 @@ def run_length(duration: float | None = None, warmup: float | None = None) -> Ca
     )
 
 
-def with_run_length(model: Any, duration: float | None, warmup: float | None) -> Any:
-    """MODEL (a path or a model) with `--duration`/`--warmup` applied."""
+def _set_values(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> None:
+    """`--set PATH=VALUE`s parsed once, VALUE by the model file's YAML rules (`16`,
+    `0.5`, `1e-3`, `transaction`, `{exponential: 0.002}`), kept on the command's context
+    for `changed`: every command that runs a model loads it through `changed` (or
+    `with_run_length`), so none of them needs a parameter of its own for it."""
+    import yaml
+
+    from ..model import load_yaml
+
+    changes: dict[str, Any] = {}
+    for text in values:
+        path, eq, raw = text.partition("=")
+        path = path.strip()
+        if not eq or not path:
+            raise click.BadParameter(f"{text!r}: give PATH=VALUE, e.g. tiers.app.pools.threads.size=16", ctx, param)
+        if path in changes:
+            raise click.BadParameter(f"{path} is set twice; give each path once", ctx, param)
+        try:
+            changes[path] = load_yaml(raw)
+        except yaml.YAMLError as e:
+            raise click.BadParameter(f"{path}: {raw!r} is not a YAML value ({getattr(e, 'problem', e)})", ctx, param) from None
+    ctx.meta[SET_KEY] = changes
+
+
+SET_KEY = "tierlab.set"
+SET = click.option(
+    "--set",
+    "set_values",
+    multiple=True,
+    metavar="PATH=VALUE",
+    expose_value=False,
+    callback=_set_values,
+    help="Change the model's field at this dotted path before running (repeatable), e.g. --set tiers.app.pools.threads.size=16; VALUE is read as YAML.",
+)
+
+
+def changed(model: Any) -> Any:
+    """MODEL (a path or a model) with the command's `--set` changes applied (an error
+    names the path and the model file)."""
     from ..model import load_model
 
-    return load_model(model).with_run(duration=duration, warmup=warmup)
+    ctx = click.get_current_context(silent=True)
+    changes = ctx.meta.get(SET_KEY, {}) if ctx is not None else {}
+    loaded = load_model(model)
+    return loaded.with_changes(changes) if changes else loaded
+
+
+def with_run_length(model: Any, duration: float | None, warmup: float | None) -> Any:
+    """MODEL (a path or a model) with `--set`, `--duration` and `--warmup` applied."""
+    return changed(model).with_run(duration=duration, warmup=warmup)
 
 
 def options(*decorators: Callable) -> Callable:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from .common import err, execute, options, run_length
+from .common import changed, err, execute, options, run_length, with_run_length
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 
 
@@ -33,7 +33,7 @@ def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, s
     load_args = dict(
         duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers, metrics_port=metrics_port
     )
-    execute("loading", target or "", lambda tick: generate_load(model, mapping, target=target, progress=tick, **load_args), out_dir, quiet)
+    execute("loading", target or "", lambda tick: generate_load(changed(model), mapping, target=target, progress=tick, **load_args), out_dir, quiet)
 
 
 # `live run`'s exit status when the trace was written but lacks the server's side (the
@@ -163,7 +163,9 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
 
     bed = testbed.Testbed(workdir)
     load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate)
-    folder = execute("measuring", bed.state.target, lambda tick: bed.run(model, _mapping(model, mapping), tier, progress=tick, **load_args), out_dir, quiet)
+    folder = execute(
+        "measuring", bed.state.target, lambda tick: bed.run(changed(model), _mapping(model, mapping), tier, progress=tick, **load_args), out_dir, quiet
+    )
     missing = json.loads((folder / "summary.json").read_text())["missing"]
     for what in [w for w in missing if w.endswith(".statements")]:  # a cross-check absent: the run itself is whole
         err.print(f"[yellow]warning:[/] no {what}: {missing.pop(what)}")
@@ -185,9 +187,8 @@ LIVE_RUNS = (
 def _live(model: str, mapping, workdir, duration, warmup, tier):
     """The model with live run lengths, and the runner that measures the testbed."""
     from ..live.testbed import LiveRunner, Testbed
-    from ..model import load_model
 
-    loaded = load_model(model).with_changes({"run.duration": duration, "run.warmup": warmup})
+    loaded = with_run_length(model, duration, warmup)
     return loaded, LiveRunner(Testbed(workdir), _mapping(model, mapping), tier)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import MACHINE_OUTPUT, execute, floats, for_machines, for_people, ints, out, run_length, with_run_length, write_json
+from .common import MACHINE_OUTPUT, changed, execute, floats, for_machines, for_people, ints, out, run_length, with_run_length, write_json
 
 
 @click.command("simulate")
@@ -17,13 +17,15 @@ from .common import MACHINE_OUTPUT, execute, floats, for_machines, for_people, i
 @click.option("--seed", type=int, help="Override run.seed.")
 @run_length()
 @click.option("--records/--no-records", default=None, help="Keep per-request records (default: the model's run.records).")
+@click.option("--clients", type=click.IntRange(min=1), help="A closed population of N clients instead of the model's population.")
+@click.option("--think", type=click.FloatRange(min=0), help="Seconds a client thinks between requests (the model's workload.think).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
-def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, quiet: bool) -> None:
+def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, clients, think, quiet: bool) -> None:
     """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
-    from ..model import load_model
     from ..run import simulate
 
-    loaded = load_model(model)
+    population = {"workload.population": {"clients": clients}} if clients is not None else {}
+    loaded = changed(model).with_changes(population | ({"workload.think": think} if think is not None else {}))
     execute(
         "simulating",
         loaded.spec.name,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from .common import about, err, floats, ints, out, run_length
+from .common import about, changed, err, floats, ints, out, run_length
 
 
 @click.group()
@@ -120,11 +120,10 @@ def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, dur
 
     from ..experiments.twin.verify import verify, write
     from ..live.testbed import Testbed
-    from ..model import load_model
     from ..report.plots import twin_plot
 
     with about(twin_file):
-        twin = load_model(twin_file).with_run(duration=duration, warmup=warmup)
+        twin = changed(twin_file).with_run(duration=duration, warmup=warmup)
     report = Path(twin_file).with_suffix(".calibration.json")
     calibration = json.loads(report.read_text()) if report.is_file() else {}
     speed = calibration.get("cores", {}).get("speed", 1.0)
