@@ -10,147 +10,12 @@ use workload::spec::Population;
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
 use crate::model::{Counted, Handoff, Model, PoolKind, Station as StationSpec};
-use crate::observer::{Observer, ServerStats, TierAcc, View};
-use crate::pool::{Acquire, Pool};
+use crate::observer::{Observer, View};
+use crate::pool::Acquire;
 use crate::program::{flatten, Constants, Instr, NO_CONTENTION};
 use crate::session::Sessions;
-use crate::station::{Fcfs, Ps};
-use crate::timeavg::TimeAvg;
-
-pub(crate) enum StationState {
-    Cpu(Ps),
-    Disk(Fcfs),
-}
-
-impl StationState {
-    pub(crate) fn busy(&mut self) -> &mut TimeAvg {
-        match self {
-            StationState::Cpu(s) => &mut s.busy,
-            StationState::Disk(s) => &mut s.busy,
-        }
-    }
-}
-
-pub(crate) struct Server {
-    pub(crate) tier: usize,
-    pub(crate) pools: Vec<Pool>,
-    pub(crate) stations: Vec<StationState>,
-    pub(crate) stats: ServerStats,
-    /// Garbage collection: MB allocated since the last collection, and whether one is
-    /// in progress.
-    allocated: f64,
-    in_gc: bool,
-}
-
-/// One visit of a request to a server: where it is in that tier's program.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct Frame {
-    pub(crate) tier: u16,
-    /// Global server index.
-    pub(crate) server: u32,
-    /// The dispatcher that sent the visit here.
-    dispatcher: u16,
-    /// The session's state is not on this server (it must be fetched).
-    remote: bool,
-    pc: u32,
-    loop_base: u32,
-    /// Bit i set = this visit holds a token of pool i of its server.
-    held: u64,
-    /// Subset of `held`: tokens cached by the visit but not in use (after a Close).
-    idle: u64,
-    /// 1 + the pool whose acquisition cost is running (0: none), counted as waiting for it.
-    opening: u8,
-    /// Subset of `held`: pools held exclusively (every token).
-    exclusive: u64,
-    phase: u8,
-    since: f64,
-    entered: f64,
-}
-
-/// A request's stack of visits, a call to the next tier on top of its caller's. The
-/// top one, the visit running, is kept in place: every step of the program reads it,
-/// and a request that calls no deeper tier never has a second.
-#[derive(Default)]
-pub(crate) struct Visits {
-    top: Frame,
-    below: Vec<Frame>,
-    depth: u32,
-}
-
-impl Visits {
-    pub(crate) fn last(&self) -> Option<&Frame> {
-        (self.depth > 0).then_some(&self.top)
-    }
-
-    /// The running visit. A request whose program runs has one; asserted in debug
-    /// builds only (`cargo test`): on every step, the check cost 10 instructions per
-    /// M/M/8 customer. On an empty stack this would be a stale frame, not a panic.
-    #[inline(always)]
-    fn top(&mut self) -> &mut Frame {
-        debug_assert!(self.depth > 0, "a running request has a visit");
-        &mut self.top
-    }
-
-    fn is_empty(&self) -> bool {
-        self.depth == 0
-    }
-
-    #[inline(always)]
-    fn push(&mut self, f: Frame) {
-        if self.depth > 0 {
-            self.below.push(self.top);
-        }
-        self.top = f;
-        self.depth += 1;
-    }
-
-    #[inline(always)]
-    fn pop(&mut self) -> Frame {
-        // On an empty stack the depth wraps in release builds and the `expect` panics:
-        // no explicit check (it cost 5 instructions per M/M/8 customer).
-        debug_assert!(self.depth > 0, "a visit to end");
-        let f = self.top;
-        self.depth -= 1;
-        if self.depth > 0 {
-            self.top = self
-                .below
-                .pop()
-                .expect("a visit to end (depth counts the visits)");
-        }
-        f
-    }
-
-    fn clear(&mut self) {
-        self.below.clear();
-        self.depth = 0;
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Req {
-    pub(crate) id: u64,
-    pub(crate) session: u32,
-    pub(crate) ty: u32,
-    pub(crate) start: f64,
-    /// Arrived after the warm-up: counted and recorded.
-    pub(crate) measured: bool,
-    pub(crate) visits: Visits,
-    /// (first instruction of the body, iterations left) of the open loops.
-    loops: Vec<(u32, u32)>,
-    pub(crate) tiers: Vec<TierAcc>,
-    /// Ticket of the pool wait in progress (0 = not waiting), and which pool.
-    ticket: u64,
-    waiting_pool: u16,
-    /// The wait is for every token of `waiting_pool`.
-    waiting_exclusive: bool,
-    /// Waiting to retransmit a connection attempt to `waiting_pool`.
-    retrying: bool,
-    /// Network latency of the transfer in progress on a shared link (added when its
-    /// bytes are through).
-    link_latency: f64,
-    pub(crate) retransmissions: u32,
-    disk_left: u32,
-}
+use crate::state::{Frame, Req, Server, StationState, TierAcc};
+use crate::station::Ps;
 
 /// Events between two calls of the run's `tick` (progress, Ctrl-C).
 const TICK_EVENTS: u64 = 0x4000;
@@ -203,28 +68,7 @@ impl Sim {
         for (ti, t) in m.tiers.iter().enumerate() {
             tier_first_server.push(servers.len());
             for _ in 0..t.servers {
-                servers.push(Server {
-                    tier: ti,
-                    pools: t.pools.iter().map(Pool::new).collect(),
-                    stations: t
-                        .stations
-                        .iter()
-                        .map(|st| match st {
-                            StationSpec::Cpu {
-                                cores,
-                                speed,
-                                overhead,
-                                ..
-                            } => StationState::Cpu(Ps::new(*cores, *speed, overhead.clone())),
-                            StationSpec::Disk { channels, .. } => {
-                                StationState::Disk(Fcfs::new(*channels))
-                            }
-                        })
-                        .collect(),
-                    stats: ServerStats::default(),
-                    allocated: 0.0,
-                    in_gc: false,
-                });
+                servers.push(Server::new(ti, t));
             }
         }
         let mask = |kind: PoolKind| -> Vec<u64> {

@@ -13,6 +13,7 @@ mod observer;
 mod pool;
 mod program;
 mod session;
+mod state;
 mod station;
 mod timeavg;
 

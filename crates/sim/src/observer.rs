@@ -12,10 +12,10 @@ use trace::summary::{
 use trace::{Output, Records, RequestStats, SeriesMeta, Status, TierColumns, TimeSeries};
 
 use crate::cluster::Cluster;
-use crate::engine::{Req, Server};
 use crate::model::Model;
 use crate::pool::Pool;
 use crate::session::Sessions;
+use crate::state::{Req, Server, ServerStats};
 use crate::station::Ps;
 use crate::timeavg::TimeAvg;
 
@@ -27,48 +27,6 @@ pub(crate) struct View<'a> {
     pub(crate) links: &'a mut [Ps],
     pub(crate) clusters: &'a [Cluster],
     pub(crate) sessions: &'a mut Sessions,
-}
-
-/// A server's visit counters: the engine counts visits as they come and go, the
-/// observer reads (and restarts) them per window and at the end.
-#[derive(Default)]
-pub(crate) struct ServerStats {
-    /// Visits in progress.
-    pub(crate) concurrency: TimeAvg,
-    // This window.
-    arrivals: u64,
-    completions: u64,
-    residence: f64,
-    // The measured period.
-    visits: u64,
-    residence_total: f64,
-    gc_pauses: u64,
-    gc_time: f64,
-}
-
-impl ServerStats {
-    #[inline]
-    pub(crate) fn enter(&mut self, now: f64) {
-        self.arrivals += 1;
-        self.concurrency.add(now, 1.0);
-    }
-
-    #[inline]
-    pub(crate) fn leave(&mut self, now: f64, entered: f64, measuring: bool) {
-        self.concurrency.add(now, -1.0);
-        self.completions += 1;
-        self.residence += now - entered;
-        if measuring {
-            self.visits += 1;
-            self.residence_total += now - entered;
-        }
-    }
-
-    /// A garbage-collection pause began during the measured period.
-    pub(crate) fn gc_pause(&mut self, pause: f64) {
-        self.gc_pauses += 1;
-        self.gc_time += pause;
-    }
 }
 
 /// A level integrated over the measured period, as a `TimeAvg` without its window
@@ -99,26 +57,6 @@ impl Level {
         self.add(now, 0.0);
         self.area
     }
-}
-
-/// One request's accumulators on one tier: its columns of the request records.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct TierAcc {
-    /// Tier-local server of the first visit (−1: not visited).
-    pub(crate) server: i32,
-    pub(crate) visits: u32,
-    pub(crate) time: f64,
-    pub(crate) phases: [f64; 6],
-    pub(crate) db_requests: u32,
-    /// Calls to the next tier (the database, as `twin calibrate` takes it): `db_queries`.
-    pub(crate) db_queries: u32,
-    /// CPU work drawn at the tier (seconds of one core at speed 1), and the part of it
-    /// that was a connection pool's `acquire_cpu`.
-    pub(crate) cpu_time: f64,
-    pub(crate) pool_cpu_time: f64,
-    /// Wall time inside calls to the next tier, and when the current one began.
-    pub(crate) db_time: f64,
-    pub(crate) call_since: f64,
 }
 
 pub(crate) struct Observer {
