@@ -23,10 +23,10 @@ import re
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import ModelError
+from ..model import read_yaml
 
 _HOLE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -100,10 +100,7 @@ def load_mapping(source: str | Path | dict) -> Mapping:
     where = str(source) if isinstance(source, (str, Path)) else None
     data = source
     if isinstance(source, (str, Path)):
-        path = Path(source)
-        if not path.is_file():
-            raise ModelError([("", f"HTTP mapping file not found: {path}")], where)
-        data = yaml.safe_load(path.read_text())
+        data = read_yaml(Path(source), "HTTP mapping")
     try:
         m = Mapping.model_validate(data)
     except ValidationError as e:

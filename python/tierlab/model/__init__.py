@@ -71,10 +71,51 @@ class LoadedModel:
         return self.with_changes({f"run.{k}": v for k, v in changes.items() if v is not None})
 
 
+# Deeper than this a YAML file is no model: a real one nests about a dozen levels, and
+# loops nested much deeper outgrow the parsers after it (PyYAML's and pydantic's
+# recursion, the engine's JSON reader at 128 levels, which would cite a line and column
+# of its own input rather than of the file).
+MAX_NESTING = 64
+
+
 class _Loader(yaml.SafeLoader):
     """PyYAML follows YAML 1.1, where a float needs a dot and a signed exponent
     (`1.0e+9`): `1e-9` and `1.0e9` would be texts. As YAML 1.2 and editors do, read
-    them as numbers (the model's number fields refuse texts)."""
+    them as numbers (the model's number fields refuse texts). A key given twice in one
+    mapping is an error (PyYAML keeps the last silently: `{size: 20, size: 1}` was a
+    pool of 1), and so is nesting deeper than MAX_NESTING."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self._depth >= MAX_NESTING:
+            raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_NESTING} levels deep; no model needs that", self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        # Keys merged in from an anchor (`<<: *x`) may be overridden: only the keys
+        # written in this mapping itself must differ.
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:
+                continue  # an unhashable key: the base class reports it
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"found the key {key!r} twice (first on line {first.line + 1}, column {first.column + 1}); give each key once",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_implicit_resolver(
@@ -84,9 +125,46 @@ _Loader.add_implicit_resolver(
 )
 
 
-def load_yaml(text: str) -> Any:
-    """A model file's YAML, with `1e-9` and `1.0e9` read as numbers (YAML 1.2)."""
-    return yaml.load(text, Loader=_Loader)
+def load_yaml(text: str, name: str | None = None) -> Any:
+    """A model file's YAML, with `1e-9` and `1.0e9` read as numbers (YAML 1.2); a
+    duplicated key or too deep a nesting is a yaml.YAMLError naming the line (and the
+    file, `name`)."""
+    loader = _Loader(text)
+    if name is not None:
+        loader.name = name  # the marks of its errors cite it
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def read_yaml(path: Path, what: str = "model") -> Any:
+    """The YAML file at `path` (a model, an HTTP mapping, a twin), read by `load_yaml`;
+    a missing, unreadable, binary or invalid file is a ModelError naming it and the line."""
+    name = str(path)
+    if not path.is_file():
+        raise ModelError([("", f"{what} file not found: {path}")], name)
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"), name)
+    except UnicodeDecodeError as e:
+        raise ModelError([("", f"not a text (UTF-8) file: byte {e.start} cannot be decoded")], name) from None
+    except OSError as e:
+        raise ModelError([("", f"cannot read the file: {e.strerror}")], name) from None
+    except yaml.YAMLError as e:
+        raise ModelError([("", f"not valid YAML: {e}")], name) from None
+
+
+def _nesting(data: Any) -> int:
+    """How deep lists and mappings nest in `data` (iterative: any depth is measured)."""
+    deepest, stack = 0, [(data, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_NESTING:
+                return deepest
+            stack += [(v, depth + 1) for v in (node.values() if isinstance(node, dict) else node)]
+    return deepest
 
 
 def _model_error(e: ValidationError, source: str | None, data: Any) -> ModelError:
@@ -130,15 +208,12 @@ def load_model(source: str | Path | dict | Model | LoadedModel, base_dir: Path |
     name = None
     if isinstance(source, (str, Path)):
         path = Path(source)
-        if not path.is_file():
-            raise ModelError([("", f"model file not found: {path}")], str(path))
         name = str(path)
         base_dir = base_dir or path.parent
-        try:
-            source = load_yaml(path.read_text())
-        except yaml.YAMLError as e:
-            raise ModelError([("", f"not valid YAML: {e}")], name) from None
+        source = read_yaml(path)
     if isinstance(source, dict):
+        if _nesting(source) > MAX_NESTING:
+            raise ModelError([("", f"lists and mappings nested more than {MAX_NESTING} levels deep; no model needs that")], name)
         # Top-level `x-…` keys hold YAML anchors for reuse (as in docker-compose files).
         source = {k: v for k, v in source.items() if not str(k).startswith("x-")}
         try:
@@ -154,4 +229,4 @@ def json_schema() -> dict:
     return Model.model_json_schema()
 
 
-__all__ = ["Model", "LoadedModel", "ModelWarning", "load_model", "load_yaml", "json_schema"]
+__all__ = ["Model", "LoadedModel", "ModelWarning", "load_model", "load_yaml", "read_yaml", "json_schema"]

@@ -4,6 +4,7 @@ they produce."""
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,27 +71,48 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
 
 
 def _read_csv(file: Path) -> tuple[dict, str | None]:
+    """The rows of a chain CSV as {from: {to: p}}, or the first problem, naming its
+    line: a state (row) or a column given twice is refused, as PyYAML's duplicate keys
+    are (kept silently, the second row replaced the first, and a column's second copy
+    left the rows summing short)."""
     if not file.is_file():
         return {}, f"file not found: {file}"
-    with file.open(newline="") as fh:
-        table = list(csv.reader(fh))
-    if len(table) < 2:
+    try:
+        with file.open(newline="", encoding="utf-8") as fh:
+            table = list(csv.reader(fh))
+    except UnicodeDecodeError as e:
+        return {}, f"{file}: not a text (UTF-8) file: byte {e.start} cannot be decoded"
+    except csv.Error as e:
+        return {}, f"{file}: not a CSV table ({e})"
+    except OSError as e:
+        return {}, f"cannot read {file}: {e.strerror}"
+    if len(table) < 2 or not table[0]:
         return {}, f"{file}: needs a header row and at least one state row"
     header = [h.strip() for h in table[0][1:]]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if twice:
+        return {}, f"{file} line 1: column(s) {', '.join(map(repr, twice))} given twice; give each state one column"
     keep = [j for j, h in enumerate(header) if h != "row_sum"]  # RUBBoS/RUBiS raw files carry a row_sum column
     rows: dict[str, dict[str, float]] = {}
+    first: dict[str, int] = {}
     for ln, line in enumerate(table[1:], start=2):
         if not any(c.strip() for c in line):
             continue
         cells = line[1:]
         if len(cells) != len(header):
             return {}, f"{file} line {ln}: {len(cells)} values for {len(header)} columns"
+        state = line[0].strip()
+        if state in first:
+            return {}, f"{file} line {ln}: the row of {state!r} is given twice (first on line {first[state]}); give each state one row"
+        first[state] = ln
         try:
-            rows[line[0].strip()] = {header[j]: float(cells[j]) for j in keep if float(cells[j]) != 0}
+            values = {header[j]: float(cells[j]) for j in keep}
         except ValueError:
             return {}, f"{file} line {ln}: a value is not a number"
-        if any(float(cells[j]) < 0 for j in keep):
-            return {}, f"{file} line {ln}: negative probability"
+        bad = next((to for to, p in values.items() if not math.isfinite(p) or p < 0), None)
+        if bad is not None:
+            return {}, f"{file} line {ln}, column {bad!r}: {values[bad]:g} is not a probability (a finite number ≥ 0)"
+        rows[state] = {to: p for to, p in values.items() if p != 0}
     return rows, None
 
 
