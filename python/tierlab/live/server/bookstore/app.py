@@ -18,8 +18,10 @@ from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qs
 
 from ..middleware import ConnectionPool
-from .data import SHIP_TYPES, SUBJECTS, Database
+from .data import SHIP_TYPES, SUBJECTS, Database, statements
 from .sessions import LocalSessions, SessionStore
+
+SQL = statements()
 
 
 class NotFound(Exception):
@@ -120,10 +122,10 @@ class Bookstore:
 
     def _new_id(self, conn, table: str, column: str) -> int:
         """Next key of `table` ≡ server (mod servers); a process-wide counter seeded
-        from the table once."""
+        from the table once (statement max_COLUMN)."""
         with self._ids:
             if table not in self._next:
-                top = self._run(conn, f"SELECT MAX({column}) FROM {table}", one=True)[0] or 0
+                top = self._run(conn, SQL[f"max_{column}"], one=True)[0] or 0
                 self._next[table] = top - top % self.servers + self.server
             self._next[table] += self.servers
             return self._next[table]
@@ -148,31 +150,30 @@ class Bookstore:
 
     def home(self, args, cart):
         c = self._int(args, "c_id", 0)
-        row = self.query("SELECT c_fname, c_lname FROM customer WHERE c_id = ?", (c,), one=True) if c else None
+        row = self.query(SQL["customer_name"], (c,), one=True) if c else None
         hello = f"Welcome back, {html.escape(row[0])} {html.escape(row[1])}" if row else "Welcome"
         return "Home", f"<p>{hello}</p>" + self._list(SUBJECTS, html.escape), cart
 
     def new_products(self, args, cart):
         subject = args.get("subject", SUBJECTS[0])
         rows = self.query(
-            "SELECT i_id, i_title, a_fname, a_lname FROM item JOIN author ON i_a_id = a_id WHERE i_subject = ? ORDER BY i_pub_date DESC, i_title LIMIT 50",
+            SQL["new_products"],
             (subject,),
         )
         return "New Products", self._list(rows, lambda r: f"{r[0]} {html.escape(r[1])} by {html.escape(r[2])} {html.escape(r[3])}"), cart
 
     def best_sellers(self, args, cart):
         subject = args.get("subject", SUBJECTS[0])
-        latest = self.query("SELECT MAX(o_id) FROM orders", one=True)[0] or 0
+        latest = self.query(SQL["max_o_id"], one=True)[0] or 0
         rows = self.query(
-            "SELECT i_id, i_title, SUM(ol_qty) AS sold FROM order_line JOIN item ON ol_i_id = i_id "
-            "WHERE ol_o_id > ? AND i_subject = ? GROUP BY i_id, i_title ORDER BY sold DESC, i_id LIMIT 50",
+            SQL["best_sellers"],
             (latest - 3333, subject),
         )
         return "Best Sellers", self._list(rows, lambda r: f"{r[0]} {html.escape(r[1])} ({r[2]} sold)"), cart
 
     def product_detail(self, args, cart):
         row = self.query(
-            "SELECT i_title, a_fname, a_lname, i_desc, i_srp, i_cost, i_stock FROM item JOIN author ON i_a_id = a_id WHERE i_id = ?",
+            SQL["product_detail"],
             (self._int(args, "i_id"),),
             one=True,
         )
@@ -189,32 +190,30 @@ class Bookstore:
 
     def execute_search(self, args, cart):
         kind, text = args.get("search_type", "title"), f"%{args.get('search_string', '')}%"
-        where = {"author": "i_a_id IN (SELECT a_id FROM author WHERE a_lname LIKE ?)", "subject": "i_subject LIKE ?"}.get(kind, "i_title LIKE ?")
-        ids = [r[0] for r in self.query(f"SELECT i_id FROM item WHERE {where} ORDER BY i_title LIMIT 50", (text,))]
+        by = kind if kind in ("author", "subject") else "title"
+        ids = [r[0] for r in self.query(SQL[f"search_{by}"], (text,))]
         # Pad to 50 hits with the next items, so every search makes 101 connection requests.
         ids += [(ids[-1] if ids else 0) + k + 1 for k in range(50 - len(ids))]
         found = []
         for i in ids:  # entity beans: each item, then its author, in an access of its own
-            item = self.query("SELECT i_title, i_a_id, i_cost FROM item WHERE i_id = ?", (i,), one=True)
-            author = self.query("SELECT a_fname, a_lname FROM author WHERE a_id = ?", (item[1] if item else 0,), one=True)
+            item = self.query(SQL["search_item"], (i,), one=True)
+            author = self.query(SQL["search_item_author"], (item[1] if item else 0,), one=True)
             if item and author:
                 found.append((i, item[0], author[1], item[2]))
         return "Search Results", self._list(found, lambda r: f"{r[0]} {html.escape(r[1])} by {html.escape(r[2])}: {r[3]:.2f}"), cart
 
     def shopping_cart(self, args, cart):
-        if cart is None or self.query("SELECT sc_id FROM shopping_cart WHERE sc_id = ?", (cart,), one=True) is None:
+        if cart is None or self.query(SQL["cart_exists"], (cart,), one=True) is None:
             with self.pool.connection() as conn:
                 cart = self._new_id(conn, "shopping_cart", "sc_id")
-                self._run(conn, "INSERT INTO shopping_cart VALUES (?, ?)", (cart, _now()))
+                self._run(conn, SQL["cart_insert"], (cart, _now()))
         if "i_id" in args:
             item, qty = self._int(args, "i_id"), max(1, self._int(args, "qty", 1))
             with self.pool.connection() as conn:
-                self._run(conn, "DELETE FROM shopping_cart_line WHERE scl_sc_id = ? AND scl_i_id = ?", (cart, item))
-                self._run(conn, "INSERT INTO shopping_cart_line VALUES (?, ?, ?)", (cart, qty, item))
-        lines = self.query(
-            "SELECT scl_i_id, i_title, scl_qty, i_cost FROM shopping_cart_line JOIN item ON scl_i_id = i_id WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart,)
-        )
-        self.query("UPDATE shopping_cart SET sc_time = ? WHERE sc_id = ?", (_now(), cart))
+                self._run(conn, SQL["cart_line_delete"], (cart, item))
+                self._run(conn, SQL["cart_line_insert"], (cart, qty, item))
+        lines = self.query(SQL["cart_lines"], (cart,))
+        self.query(SQL["cart_touch"], (_now(), cart))
         return "Shopping Cart", self._list(lines, lambda r: f"{r[2]} × {html.escape(r[1])} at {r[3]:.2f}"), cart
 
     def customer_registration(self, args, cart):
@@ -224,21 +223,21 @@ class Bookstore:
         """Ten accesses: the customer, their login, address and country, the cart
         (made here if the session has none), its lines, and four price checks."""
         c = self._int(args, "c_id")
-        cust = self.query("SELECT c_id, c_fname, c_lname, c_addr_id, c_discount FROM customer WHERE c_uname = ?", (f"user{c}",), one=True)
+        cust = self.query(SQL["customer_by_uname"], (f"user{c}",), one=True)
         if cust is None:
             raise NotFound(f"no customer user{c}")
-        self.query("UPDATE customer SET c_login = ?, c_expiration = ? WHERE c_id = ?", (_now(), _now(7200), cust[0]))
-        addr = self.query("SELECT addr_street1, addr_city, addr_co_id FROM address WHERE addr_id = ?", (cust[3],), one=True)
-        country = self.query("SELECT co_name FROM country WHERE co_id = ?", (addr[2],), one=True)
+        self.query(SQL["customer_login"], (_now(), _now(7200), cust[0]))
+        addr = self.query(SQL["address"], (cust[3],), one=True)
+        country = self.query(SQL["country"], (addr[2],), one=True)
         with self.pool.connection() as conn:  # the session's cart, or a new one with a random item
-            if cart is None or self._run(conn, "SELECT sc_id FROM shopping_cart WHERE sc_id = ?", (cart,), one=True) is None:
+            if cart is None or self._run(conn, SQL["cart_exists"], (cart,), one=True) is None:
                 cart = self._new_id(conn, "shopping_cart", "sc_id")
-                self._run(conn, "INSERT INTO shopping_cart VALUES (?, ?)", (cart, _now()))
-                self._run(conn, "INSERT INTO shopping_cart_line VALUES (?, ?, ?)", (cart, 1, random.randint(1, 1000)))
-        lines = self.query("SELECT scl_i_id, scl_qty FROM shopping_cart_line WHERE scl_sc_id = ? ORDER BY scl_i_id", (cart,))
+                self._run(conn, SQL["cart_insert"], (cart, _now()))
+                self._run(conn, SQL["cart_line_insert"], (cart, 1, random.randint(1, 1000)))
+        lines = self.query(SQL["cart_items"], (cart,))
         total = 0.0
         for i, qty in (lines + [(None, 0)] * 4)[:4]:  # a price check for up to 4 lines, always 4 accesses
-            price = self.query("SELECT i_cost FROM item WHERE i_id = ?", (i or 0,), one=True)
+            price = self.query(SQL["item_cost"], (i or 0,), one=True)
             total += qty * (price[0] if price else 0.0)
         body = f"<p>{html.escape(cust[1])} {html.escape(cust[2])}, {html.escape(addr[0])}, {html.escape(addr[1])}, {html.escape(country[0])}: total {total * (1 - cust[4]):.2f}</p>"
         return "Buy Request", body, cart
@@ -248,30 +247,30 @@ class Bookstore:
         the emptied cart."""
         c = self._int(args, "c_id")
         with self.pool.transaction() as conn:
-            cust = self._run(conn, "SELECT c_id, c_addr_id, c_discount FROM customer WHERE c_id = ?", (c,), one=True)
+            cust = self._run(conn, SQL["order_customer"], (c,), one=True)
             if cust is None:
                 raise NotFound(f"no customer {c}")
             lines = self._run(
                 conn,
-                "SELECT scl_i_id, scl_qty, i_cost, i_stock FROM shopping_cart_line JOIN item ON scl_i_id = i_id WHERE scl_sc_id = ? ORDER BY scl_i_id",
+                SQL["order_cart_lines"],
                 (cart or 0,),
             )
             sub = sum(q * cost for _, q, cost, _ in lines) * (1 - cust[2])
             o = self._new_id(conn, "orders", "o_id")
             self._run(
                 conn,
-                "INSERT INTO orders VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                SQL["order_insert"],
                 (o, c, _now(), sub, sub * 0.0825, sub * 1.0825 + 3, random.choice(SHIP_TYPES), _now(86400 * 3), cust[1], cust[1], "PENDING"),
             )
             for n, (i, q, _, stock) in enumerate(lines, 1):
-                self._run(conn, "INSERT INTO order_line VALUES (?, ?, ?, ?, ?, ?)", (n, o, i, q, cust[2], "none"))
-                self._run(conn, "UPDATE item SET i_stock = ? WHERE i_id = ?", (stock - q if stock - q >= 10 else stock - q + 21, i))
+                self._run(conn, SQL["order_line_insert"], (n, o, i, q, cust[2], "none"))
+                self._run(conn, SQL["item_stock"], (stock - q if stock - q >= 10 else stock - q + 21, i))
             self._run(
                 conn,
-                "INSERT INTO cc_xacts VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                SQL["cc_xact_insert"],
                 (o, args.get("cc_type", "VISA"), "4111111111111111", "Card Holder", _now(86400 * 365), f"AUTH{o:011d}", sub * 1.0825 + 3, _now(), 1),
             )
-            self._run(conn, "DELETE FROM shopping_cart_line WHERE scl_sc_id = ?", (cart or 0,))
+            self._run(conn, SQL["cart_empty"], (cart or 0,))
         return "Buy Confirm", f"<p>order {o} placed: {len(lines)} lines, {sub:.2f}</p>", cart
 
     def order_inquiry(self, args, cart):
@@ -279,16 +278,14 @@ class Bookstore:
 
     def order_display(self, args, cart):
         c = self._int(args, "c_id")
-        cust = self.query("SELECT c_id FROM customer WHERE c_uname = ? AND c_passwd = ?", (f"user{c}", f"pw{c}"), one=True)
-        order = self.query(
-            "SELECT o_id, o_date, o_total, o_status FROM orders WHERE o_c_id = ? ORDER BY o_date DESC, o_id DESC LIMIT 1", (cust[0] if cust else 0,), one=True
-        )
-        lines = self.query("SELECT ol_i_id, i_title, ol_qty FROM order_line JOIN item ON ol_i_id = i_id WHERE ol_o_id = ?", (order[0] if order else 0,))
+        cust = self.query(SQL["customer_login_check"], (f"user{c}", f"pw{c}"), one=True)
+        order = self.query(SQL["last_order"], (cust[0] if cust else 0,), one=True)
+        lines = self.query(SQL["order_lines"], (order[0] if order else 0,))
         head = f"<p>order {order[0]}: {order[2]:.2f}, {order[3]}</p>" if order else "<p>no orders</p>"
         return "Order Display", head + self._list(lines, lambda r: f"{r[2]} × {html.escape(r[1])}"), cart
 
     def admin_request(self, args, cart):
-        row = self.query("SELECT i_title, i_cost, i_image, i_thumbnail FROM item WHERE i_id = ?", (self._int(args, "i_id"),), one=True)
+        row = self.query(SQL["admin_item"], (self._int(args, "i_id"),), one=True)
         if row is None:
             raise NotFound(f"no item {args.get('i_id')}")
         return "Admin Request", f"<p>{html.escape(row[0])}: {row[1]:.2f}</p>", cart
@@ -300,18 +297,16 @@ class Bookstore:
         with self.pool.transaction() as conn:
             self._run(
                 conn,
-                "UPDATE item SET i_cost = ?, i_image = ?, i_thumbnail = ?, i_pub_date = ? WHERE i_id = ?",
+                SQL["admin_update"],
                 (round(random.uniform(1, 1000), 2), f"img/image_{i}.gif", f"img/thumb_{i}.gif", _now(), i),
             )
             related = self._run(
                 conn,
-                "SELECT ol_i_id FROM order_line WHERE ol_o_id IN (SELECT o_id FROM orders WHERE o_c_id IN "
-                "(SELECT o_c_id FROM orders JOIN order_line ON o_id = ol_o_id WHERE ol_i_id = ?) "
-                "ORDER BY o_id DESC LIMIT 100) AND ol_i_id <> ? GROUP BY ol_i_id ORDER BY SUM(ol_qty) DESC, ol_i_id LIMIT 5",
+                SQL["related_items"],
                 (i, i),
             )
             ids = [r[0] for r in related] + [i] * (5 - len(related))
-            self._run(conn, "UPDATE item SET i_related1 = ?, i_related2 = ?, i_related3 = ?, i_related4 = ?, i_related5 = ? WHERE i_id = ?", (*ids, i))
+            self._run(conn, SQL["related_update"], (*ids, i))
         return "Admin Confirm", f"<p>item {i} updated</p>", cart
 
 

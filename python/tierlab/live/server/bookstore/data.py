@@ -3,67 +3,38 @@ NUM_EBS, TPC-W §4.7), and the database connections (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from dataclasses import dataclass
 from datetime import date, timedelta
+from pathlib import Path
 
-SUBJECTS = [
-    "ARTS",
-    "BIOGRAPHIES",
-    "BUSINESS",
-    "CHILDREN",
-    "COMPUTERS",
-    "COOKING",
-    "HEALTH",
-    "HISTORY",
-    "HOME",
-    "HUMOR",
-    "LITERATURE",
-    "MYSTERY",
-    "NON-FICTION",
-    "PARENTING",
-    "POLITICS",
-    "REFERENCE",
-    "RELIGION",
-    "ROMANCE",
-    "SELF-HELP",
-    "SCIENCE-NATURE",
-    "SCIENCE-FICTION",
-    "SPORTS",
-    "YOUTH",
-    "TRAVEL",
-]
-# Title and name words; searches draw from the same list, so they find something.
-WORDS = [
-    "war",
-    "peace",
-    "river",
-    "night",
-    "garden",
-    "stone",
-    "winter",
-    "light",
-    "house",
-    "road",
-    "dream",
-    "ocean",
-    "fire",
-    "shadow",
-    "king",
-    "city",
-    "music",
-    "secret",
-    "island",
-    "storm",
-    "glass",
-    "silver",
-    "mountain",
-    "letter",
-]
-BACKINGS = ["HARDBACK", "PAPERBACK", "USED", "AUDIO", "LIMITED-EDITION"]
-CARDS = ["VISA", "MASTERCARD", "DISCOVER", "AMEX", "DINERS"]
-SHIP_TYPES = ["AIR", "UPS", "FEDEX", "SHIP", "COURIER", "MAIL"]
+# The vocabulary of the data and the pages, and the pages' SQL statements by name: in
+# files beside this one that the JVM bookstore (jvm/bookstore) bundles too, so both
+# servers serve the same pages from the same statements (one copy of each).
+_HERE = Path(__file__).parent
+_VOCABULARY = json.loads((_HERE / "vocabulary.json").read_text())
+SUBJECTS: list[str] = _VOCABULARY["subjects"]
+WORDS: list[str] = _VOCABULARY["words"]  # title and name words; searches draw from the same list, so they find something
+BACKINGS: list[str] = _VOCABULARY["backings"]
+CARDS: list[str] = _VOCABULARY["cards"]
+SHIP_TYPES: list[str] = _VOCABULARY["ship_types"]
+
+
+def statements() -> dict[str, str]:
+    """The named statements of statements.sql: each `-- name: NAME` line names the
+    statement on the lines after it, up to the next name."""
+    out: dict[str, str] = {}
+    name = None
+    for line in (_HERE / "statements.sql").read_text().splitlines():
+        if line.startswith("-- name:"):
+            name = line.removeprefix("-- name:").strip()
+            out[name] = ""
+        elif name is not None and line.strip() and not line.startswith("--"):
+            out[name] = f"{out[name]} {line.strip()}".strip()
+    return out
+
 
 SCHEMA = """
 CREATE TABLE country (co_id INTEGER PRIMARY KEY, co_name VARCHAR(50), co_exchange REAL, co_currency VARCHAR(18));
