@@ -59,12 +59,16 @@ def size_profile(model, out_dir, M, N, seeds, overload, refine, tier, workers, s
 def run_profile(model, out_dir, M, N, seeds, overload, refine, tier, **where) -> None:
     """`where`: workers/scheduler for the simulator, or runner/bound for a live system."""
     from ..experiments.sizing import profile_grid
+    from ..experiments.sizing.caveats import never_overloaded
 
     folder = Path(out_dir)  # written as each point is measured
     grid = profile_grid(model, ints(M), ints(N), overload=overload, refine=refine, seeds=ints(seeds), tier=tier, out_dir=folder, **where)
-    late = grid.runs[~grid.runs["overloaded"]]
-    if len(late):
-        err.print(f"[yellow]warning:[/] {len(late)} runs never reached overload; see {folder / 'runs.csv'}")
+    low = never_overloaded(grid.runs)
+    if low:
+        err.print(
+            f"[yellow]warning:[/] {len(low)} configurations never reached overload: {', '.join(f'M={m} N={n}' for m, n in low)}; "
+            f"their p_i, q_i are below saturation and `size optimize` will say so (see {folder / 'runs.csv'})"
+        )
     out.print(f"profiled {grid.points[['M', 'N']].drop_duplicates().shape[0]} points; L = {grid.L:.2f}; written to [bold]{folder}[/]")
 
 
@@ -108,6 +112,7 @@ def size_optimize(
 def _optimize_paper(profile_dir, trace_dir, rate, max_threads, max_connections, out_dir, json_out, csv_out) -> None:
     from ..analysis.profile import request_profile
     from ..experiments.sizing import PoolSizing, ProfileGrid
+    from ..experiments.sizing.caveats import optimum_caveats
     from ..report.plots import rates_plot
     from ..report.summary import frame_table
     from ..trace import read_trace
@@ -122,7 +127,13 @@ def _optimize_paper(profile_dir, trace_dir, rate, max_threads, max_connections, 
     best = rates.best()
     by_n = rates.by_N()
     people = for_people(json_out, csv_out)
-    result = {"method": "paper", "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])}, "mix_distance": rates.distance}
+    caveats = optimum_caveats(sizing.grid, int(best["M"]), int(best["N"]))
+    result = {
+        "method": "paper",
+        "optimum": {"M": int(best["M"]), "N": int(best["N"]), "lambda": float(best["lambda"])},
+        "mix_distance": rates.distance,
+        "warnings": [c.as_json() for c in caveats],
+    }
     if rate is not None:
         result["servers"] = {"rate": rate, "servers": rates.servers_for(rate)}
     if people:
@@ -132,6 +143,8 @@ def _optimize_paper(profile_dir, trace_dir, rate, max_threads, max_connections, 
             f"(mix distance {rates.distance:.3f})"
         )
         _servers(rate, float(best["lambda"]))
+    for c in caveats:
+        err.print(f"[yellow]warning:[/] {c.message}")
     for_machines(json_out, csv_out, lambda: result, lambda: by_n)
     if out_dir:
         folder = _folder(out_dir)
