@@ -14,7 +14,13 @@ class ModelError(ValueError):
         super().__init__(f"invalid model{where}:\n" + "\n".join(lines))
 
 
-class ModelWarning(UserWarning):
+class TierlabWarning(UserWarning):
+    """What tierlab tells a user about a result it still gives (a short run, a far mix):
+    the base of its own warnings, so a test suite that turns every other warning into an
+    error can let these through (pyproject's filterwarnings)."""
+
+
+class ModelWarning(TierlabWarning):
     """The model is valid but probably not what was meant (e.g. an overloaded open workload)."""
 
 

@@ -30,14 +30,14 @@ import numpy as np
 import pandas as pd
 from scipy.interpolate import CloughTocher2DInterpolator
 
-from ...errors import InputError
+from ...errors import InputError, TierlabWarning
 from .profiling import ProfileGrid
 from .validation import servers_needed
 
 MIX_DISTANCE_LIMIT = 0.2
 
 
-class MixWarning(UserWarning):
+class MixWarning(TierlabWarning):
     """The mix is too far from the profiling mix for the profiled p_i, q_i to be trusted."""
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from ...analysis.profile import request_profile
 from ...analysis.tables import read_csv, read_json
-from ...errors import InputError
+from ...errors import InputError, TierlabWarning
 from ...model import load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
@@ -90,7 +90,7 @@ def served_requests(trace: Trace) -> float:
     return trace.summary["requests"]["ok"] / trace.summary["measured_seconds"]
 
 
-class RunLengthWarning(UserWarning):
+class RunLengthWarning(TierlabWarning):
     """The runs are too short for what they measure."""
 
 
