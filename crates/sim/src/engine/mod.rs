@@ -1,11 +1,18 @@
 //! The simulation: a virtual clock, the event list, servers with their pools and
-//! stations, and requests executing their step programs tier by tier.
+//! stations, and requests executing their step programs tier by tier. The engine's
+//! other events are in its submodules: dispatching (`cluster`) and the workload
+//! (`session`). It changes the state (`crate::state`, `crate::cluster`,
+//! `crate::session`) and calls the observer, which only reads it: no module outside
+//! `engine` imports it.
 
 use rand::RngExt;
 use trace::{Output, Status, BEFORE_DB, OTHER, WAIT_DB, WAIT_THREAD, WITH_DB_ACTIVE, WITH_DB_IDLE};
 use workload::dist::Dist;
 use workload::rng::{Stream, Streams};
 use workload::spec::Population;
+
+mod cluster;
+mod session;
 
 use crate::cluster::Cluster;
 use crate::events::{Ev, EventQueue};
@@ -21,32 +28,32 @@ use crate::station::Ps;
 const TICK_EVENTS: u64 = 0x4000;
 
 pub struct Sim {
-    pub(crate) m: Model,
-    pub(crate) now: f64,
-    pub(crate) events: EventQueue,
-    pub(crate) rng: Streams,
+    m: Model,
+    now: f64,
+    events: EventQueue,
+    rng: Streams,
     consts: Constants,
     /// Every program, one after another, each closed by an `End`: a visit's `pc` points
     /// into it (jumps are absolute), so a step is one index, not a program lookup.
     code: Vec<Instr>,
     /// Where the program of each (type, tier) starts in `code`: entry[type * tiers + tier].
     entry: Vec<Option<u32>>,
-    pub(crate) servers: Vec<Server>,
-    pub(crate) tier_first_server: Vec<usize>,
+    servers: Vec<Server>,
+    tier_first_server: Vec<usize>,
     thread_mask: Vec<u64>,
     conn_mask: Vec<u64>,
-    pub(crate) clusters: Vec<Cluster>,
+    clusters: Vec<Cluster>,
     links: Vec<Ps>,
-    pub(crate) reqs: Vec<Req>,
+    reqs: Vec<Req>,
     /// Requests keep their per-tier accumulators (`Req::tiers`, the visits' phases):
     /// only the per-request records read them, so a run without records skips them.
     tier_accs: bool,
     free_reqs: Vec<u32>,
     next_req_id: u64,
     next_ticket: u64,
-    pub(crate) sessions: Sessions,
-    pub(crate) obs: Observer,
-    pub events_done: u64,
+    sessions: Sessions,
+    obs: Observer,
+    events_done: u64,
 }
 
 impl Sim {
@@ -296,7 +303,7 @@ impl Sim {
 
     /// Start a request of type `ty` for a session at the entry tier.
     #[inline(always)]
-    pub(crate) fn start_request(&mut self, session: u32, ty: usize) {
+    fn start_request(&mut self, session: u32, ty: usize) {
         let nt = self.m.tiers.len();
         let slot = self.free_reqs.pop().unwrap_or_else(|| {
             self.reqs.push(Req::default());
@@ -333,14 +340,7 @@ impl Sim {
 
     /// Begin a visit of the request to `server` (global index), sent by `dispatcher`.
     #[inline(always)]
-    pub(crate) fn enter_tier(
-        &mut self,
-        slot: u32,
-        tier: usize,
-        server: usize,
-        dispatcher: u16,
-        remote: bool,
-    ) {
+    fn enter_tier(&mut self, slot: u32, tier: usize, server: usize, dispatcher: u16, remote: bool) {
         let now = self.now;
         let sv = &mut self.servers[server];
         sv.stats.enter(now);
@@ -996,7 +996,7 @@ impl Sim {
 
     /// End a request early (rejected at a pool): every visit on its call stack ends
     /// now and gives back what it holds.
-    pub(crate) fn abort(&mut self, slot: u32, status: Status) {
+    fn abort(&mut self, slot: u32, status: Status) {
         self.reqs[slot as usize].ticket = 0;
         while !self.reqs[slot as usize].visits.is_empty() {
             self.leave_tier(slot);
