@@ -28,6 +28,9 @@ pub enum Outcome {
     ClientAborted,
     /// The client's request body did not arrive within `limits.body_timeout` (408).
     ClientTimeout,
+    /// Answered by the proxy, not forwarded: a `Host` field missing, repeated or
+    /// invalid (400), or CONNECT (501); RFC 9112 §3.2, `target.rs`.
+    NotForwarded,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -20,6 +20,7 @@ mod sessions;
 mod stats;
 mod summary;
 pub mod sync;
+mod target;
 mod upstream;
 
 use std::hash::{DefaultHasher, Hash, Hasher};

@@ -13,8 +13,8 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, HOST, RETRY_AFTER, SET_COOKIE};
-use hyper::{Request, Response, StatusCode, Uri};
+use hyper::header::{HeaderValue, RETRY_AFTER, SET_COOKIE};
+use hyper::{Request, Response, StatusCode};
 
 use crate::body::{ClientBody, Unread};
 use crate::classify::Classifier;
@@ -22,6 +22,7 @@ use crate::config::CookieMode;
 use crate::decisions::{Decision, DecisionLog, Outcome};
 use crate::dispatcher::{Dispatcher, Lease, Refusal};
 use crate::hop;
+use crate::target;
 use crate::upstream::{Conn, Failure, Upstream, UpstreamBody};
 
 pub struct State {
@@ -73,20 +74,6 @@ pub async fn handle(
     let key = state.classify.session(&parts.headers);
     let request = Classifier::request_id(&parts.headers);
     hop::strip(&mut parts.headers);
-    if !parts.headers.contains_key(HOST) {
-        if let Some(a) = parts.uri.authority() {
-            parts
-                .headers
-                .insert(HOST, HeaderValue::from_str(a.as_str()).expect("valid"));
-        }
-    }
-    // Origin form toward the backend, whatever form the client used (usually it
-    // already is: nothing to rebuild).
-    if parts.uri.scheme().is_some() || parts.uri.authority().is_some() {
-        parts.uri = Uri::from_maybe_shared(Bytes::copy_from_slice(path.as_bytes()))
-            .unwrap_or_else(|_| Uri::from_static("/"));
-    }
-    parts.version = hyper::Version::HTTP_11;
     let mut redispatched = 0u32;
     let decision =
         |server: Option<usize>, lease: Option<&Lease>, redispatched: u32, status: u16, outcome| {
@@ -105,6 +92,18 @@ pub async fn handle(
                 rt: d.clock.now() - t0,
             }
         };
+    if let Err(why) = target::normalise(&mut parts) {
+        d.stats.not_forwarded.inc();
+        let status = why.status();
+        state.log(decision(
+            None,
+            None,
+            0,
+            status.as_u16(),
+            Outcome::NotForwarded,
+        ));
+        return Ok(plain(status, why.text()));
+    }
     // The body (if small) before any backend is chosen: a slow client holds none.
     let body = match ClientBody::read(body, state.buffer_body, state.body_timeout).await {
         Ok(body) => body,

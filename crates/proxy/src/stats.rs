@@ -37,6 +37,7 @@ pub struct Stats {
     pub truncated: Counter,
     pub client_aborted: Counter,
     pub client_timeouts: Counter,
+    pub not_forwarded: Counter,
     pub redispatches: Counter,
     pub sync_messages: Counter,
     pub sync_datagrams: Counter,
@@ -131,6 +132,10 @@ impl Stats {
             "client_timeouts",
             "408: the client's request body did not arrive within limits.body_timeout",
         );
+        let not_forwarded = counter(
+            "not_forwarded",
+            "400/501: requests the proxy may not forward (Host missing, repeated or invalid; CONNECT)",
+        );
         let redispatches = counter(
             "redispatches",
             "requests that never reached a backend, sent to another",
@@ -173,6 +178,7 @@ impl Stats {
             truncated,
             client_aborted,
             client_timeouts,
+            not_forwarded,
             redispatches,
             sync_messages,
             sync_datagrams,

@@ -44,6 +44,7 @@ pub fn of(d: &Dispatcher) -> Value {
             "truncated": s.truncated.get(),
             "client_aborted": s.client_aborted.get(),
             "client_timeouts": s.client_timeouts.get(),
+            "not_forwarded": s.not_forwarded.get(),
             "redispatches": s.redispatches.get(),
             "sync_datagrams": s.sync_datagrams.get(),
             "sync_wire_bytes_per_datagram": mean(s.sync_wire_bytes.get() as f64, s.sync_datagrams.get()),
