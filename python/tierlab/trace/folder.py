@@ -4,12 +4,15 @@ memory as a `Trace`; `read_trace` validates a folder against the schema."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import TraceError
+from ..errors import InputError, TraceError
 from .columns import Columns, write_parquet
 from .schema import REQUEST_COLUMNS, SCHEMA_VERSION, STATEMENT_COLUMNS, STATUSES, TIMESERIES_COLUMNS, Summary, check_summary
 
@@ -65,14 +68,26 @@ class Trace:
         """True if Ctrl-C stopped the run: the files cover the time until then."""
         return bool(self.summary["interrupted"])
 
-    def write(self, folder: str | Path) -> Path:
-        out = Path(folder)
+    def write(self, folder: str | Path, force: bool = False) -> Path:
+        """Write the trace to `folder` whole: into a folder holding no trace, or with
+        `force` in place of the one it holds (every file of it, none left behind).
+        The files are written aside and moved in at the end, so an error while
+        writing leaves the folder as it was."""
+        out = trace_folder(folder, force)
         out.mkdir(parents=True, exist_ok=True)
-        tables = {"requests": self._requests, "statements": self.statements, "timeseries": self._timeseries}
-        for name, table in tables.items():
-            if table is not None:
-                write_parquet(table, out / f"{name}.parquet")
-        (out / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True, allow_nan=False) + "\n")
+        staging = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))  # beside: a move is a rename
+        try:
+            tables = {"requests": self._requests, "statements": self.statements, "timeseries": self._timeseries}
+            for name, table in tables.items():
+                if table is not None:
+                    write_parquet(table, staging / f"{name}.parquet")
+            (staging / "summary.json").write_text(json.dumps(self.summary, indent=2, sort_keys=True, allow_nan=False) + "\n")
+            for name in TRACE_FILES:
+                _remove(out / name)
+            for f in staging.iterdir():
+                os.replace(f, out / f.name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         return out
 
     def series(self, tier: str, metric: str, resource: str = "", server: int | None = None) -> pd.DataFrame:
@@ -84,6 +99,31 @@ class Trace:
         return sel.pivot(index="t", columns="server", values="value")
 
 
+# Every file a trace folder may hold: a trace written over another replaces them all
+# (a run without records had left the older run's requests.parquet beside its summary).
+TRACE_FILES = ("summary.json", "timeseries.parquet", "requests.parquet", "statements.parquet")
+
+
+def trace_folder(folder: str | Path, force: bool = False) -> Path:
+    """`folder` as the place for a new trace: refused if it is a file, or if it holds
+    a trace and `force` is not given. Commands call it before their run too, so that
+    a long run does not end in the refusal."""
+    out = Path(folder)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out} is a file; give a folder for the trace")
+    held = [name for name in TRACE_FILES if os.path.lexists(out / name)]
+    if held and not force:
+        raise InputError(f"{out} already holds a trace ({', '.join(held)}); give another folder, or --force to replace that trace whole")
+    return out
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif os.path.lexists(path):
+        path.unlink()
+
+
 def window_of(t: Any, every: float) -> Any:
     """Start of the `every`-second window holding time `t` (array or scalar). The small
     offset keeps a window start such as 0.3 (summed up as 0.1 + 0.1 + 0.1, a hair
@@ -93,23 +133,40 @@ def window_of(t: Any, every: float) -> Any:
 
 def read_trace(folder: str | Path) -> Trace:
     """The trace in `folder`, checked against the schema: a missing file, a corrupt
-    one, a missing column or a wrong summary field is a TraceError that names it."""
+    one, a missing column, a wrong summary field or a request given twice is a
+    TraceError that names it. `requests.parquet` and `statements.parquet` may be
+    absent (records off, no database statements), not anything else than a file."""
     folder = Path(folder)
     if not folder.is_dir():
         raise TraceError(f"trace folder not found: {folder}")
+    for name in TRACE_FILES:
+        path = folder / name
+        if os.path.lexists(path) and not path.is_file():
+            what = "a folder" if path.is_dir() else "a link to nothing (or a loop of links)" if path.is_symlink() else "not a regular file"
+            raise TraceError(f"{path} is {what}, not a file of the trace; write the trace again")
     missing = [f for f in ("summary.json", "timeseries.parquet") if not (folder / f).is_file()]
     if missing:
         raise TraceError(f"{folder} is not a complete trace: missing {', '.join(missing)} (write one with `tierlab simulate MODEL --out {folder}`)")
     try:
-        summary = json.loads((folder / "summary.json").read_text())
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
         raise TraceError(f"{folder / 'summary.json'} is not valid JSON ({e}); write the trace again") from None
+    except OSError as e:
+        raise TraceError(f"cannot read {folder / 'summary.json'}: {e.strerror}") from None
     check_summary(summary, str(folder / "summary.json"))
     ts = _table(folder / "timeseries.parquet", TIMESERIES_COLUMNS)
     twice = int(ts.duplicated(["t", "tier", "server", "resource", "metric"]).sum())
     if twice:
         raise TraceError(f"{folder / 'timeseries.parquet'}: {twice} duplicated (t, tier, server, resource, metric) rows; write the trace again")
     req = _table(folder / "requests.parquet", REQUEST_COLUMNS) if (folder / "requests.parquet").is_file() else None
+    if req is not None:
+        twice = req["id"].duplicated()
+        if twice.any():
+            first = int(np.flatnonzero(twice.to_numpy())[0])
+            raise TraceError(
+                f"{folder / 'requests.parquet'}: {int(twice.sum())} rows repeat a request id (the first: row {first}, id {req['id'].iloc[first]}); "
+                "a request is one row: write the trace again"
+            )
     stm = _table(folder / "statements.parquet", STATEMENT_COLUMNS) if (folder / "statements.parquet").is_file() else None
     return Trace(summary, ts, req, stm)
 
