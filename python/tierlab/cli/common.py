@@ -58,12 +58,21 @@ def live_tick(bar: Progress | LineProgress, task: Any, counts: bool = True) -> C
     return tick
 
 
-def execute(label: str, description: str, run: Callable[[Callable[..., None]], Any], out_dir: str, quiet: bool, counts: bool = True) -> Path:
+FORCE = click.option("--force", is_flag=True, help="Replace the trace --out holds, every file of it (default: refuse a folder that holds a trace).")
+
+
+def execute(
+    label: str, description: str, run: Callable[[Callable[..., None]], Any], out_dir: str, quiet: bool, counts: bool = True, force: bool = False
+) -> Path:
     """Run `run(progress)` — a simulation or a live run — under a progress bar, write
     its trace to `out_dir` (on Ctrl-C, what was measured until then) and print its
-    summary; exit with 130 if it was interrupted."""
+    summary; exit with 130 if it was interrupted. A folder holding a trace is refused
+    before the run, unless `force`."""
     from ..report.summary import print_summary
     from ..run import RunInterrupted
+    from ..trace.folder import trace_folder
+
+    trace_folder(out_dir, force)
 
     with run_progress(quiet, counts) as bar:
         task = bar.add_task(f"[bold]{label}[/] {description}", total=1.0, counts="")
@@ -71,7 +80,7 @@ def execute(label: str, description: str, run: Callable[[Callable[..., None]], A
             trace, stopped = run(live_tick(bar, task, counts)), False
         except RunInterrupted as e:
             trace, stopped = e.result, True
-    folder = trace.write(out_dir)
+    folder = trace.write(out_dir, force)
     if not quiet:
         print_summary(trace, out)
     if stopped:

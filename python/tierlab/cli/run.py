@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from .common import MACHINE_OUTPUT, changed, execute, floats, for_machines, for_people, ints, out, run_length, with_run_length, write_json
+from .common import FORCE, MACHINE_OUTPUT, changed, execute, floats, for_machines, for_people, ints, out, run_length, with_run_length, write_json
 
 
 @click.command("simulate")
@@ -20,7 +20,8 @@ from .common import MACHINE_OUTPUT, changed, execute, floats, for_machines, for_
 @click.option("--clients", type=click.IntRange(min=1), help="A closed population of N clients instead of the model's population.")
 @click.option("--think", type=click.FloatRange(min=0), help="Seconds a client thinks between requests (the model's workload.think).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
-def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, clients, think, quiet: bool) -> None:
+@FORCE
+def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, clients, think, quiet: bool, force: bool) -> None:
     """Simulate MODEL (YAML) and write requests.parquet, timeseries.parquet and summary.json to --out."""
     from ..run import simulate
 
@@ -33,6 +34,7 @@ def simulate_cmd(model: str, out_dir: str, seed, duration, warmup, records, clie
         out_dir,
         quiet,
         counts=False,
+        force=force,
     )
 
 
@@ -63,7 +65,7 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     one row per load)."""
     from ..experiments.ramp import ramp, retransmission_threshold, scalability
     from ..report.plots import ramp_plot
-    from .usl import describe
+    from .analyze import print_ramp
 
     table, knee = ramp(
         with_run_length(model, duration, warmup), floats(loads) if loads else None, seeds=ints(seeds), workers=workers, scheduler=scheduler, start=start
@@ -72,18 +74,11 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     usl = scalability(model, table)
     result = {"knee": asdict(knee), "usl": usl and usl.as_json(), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
     if for_people(json_out, csv_out):
-        out.print(table.to_string(index=False), markup=False, soft_wrap=True)
-        if knee.load is None:
-            out.print(
-                f"no knee: the p90 curve does not turn from flat to steep over these loads [{knee.method}]; extend them, ramp in finer steps "
-                "or longer runs (or leave --loads out to search for the range)",
-                style="yellow",
-                markup=False,
-            )
-        else:
-            out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
-        if usl is not None:
-            out.print(describe(usl), markup=False)
+        no_knee = (
+            f"no knee: the p90 curve does not turn from flat to steep over these loads [{knee.method}]; extend them, ramp in finer steps "
+            "or longer runs (or leave --loads out to search for the range)"
+        )
+        print_ramp(table, knee, usl, no_knee)
         if threshold is not None:
             out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
     for_machines(json_out, csv_out, lambda: result, lambda: table)
