@@ -74,12 +74,18 @@ def live() -> None:
 @click.option("--caching", type=click.Choice(["request", "transaction"]), default="transaction", show_default=True, help=CACHING)
 @click.option("--items", "num_items", type=int, default=1000, show_default=True, help="TPC-W NUM_ITEMS.")
 @click.option("--ebs", "num_ebs", type=int, default=1, show_default=True, help="TPC-W NUM_EBS (2,880 customers each).")
-def live_up(workdir, db, model, port, admin_port, threads, connections, caching, num_items, num_ebs) -> None:
+@click.option(
+    "--otel", type=click.Path(dir_okay=False), help="Also export the server's OpenTelemetry traces and metrics to this file (OTLP/JSON lines; the otel extra)."
+)
+def live_up(workdir, db, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
     from ..live import testbed
 
     if model is not None:
         from ..live.cluster import up_cluster
+
+        if otel:
+            raise click.UsageError("--otel exports one bookstore's telemetry; start it without --model")
 
         state = up_cluster(model, workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print)
         err.print(f"cluster up on http://{state.target}: {len(state.servers)} servers, {len(state.proxies)} proxies, {state.db}; logs in {workdir}")
@@ -95,6 +101,7 @@ def live_up(workdir, db, model, port, admin_port, threads, connections, caching,
         num_items=num_items,
         num_ebs=num_ebs,
         log=err.print,
+        otel=otel,
     )
     err.print(f"bookstore up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 

@@ -113,13 +113,16 @@ def up(
     num_items: int = 1000,
     num_ebs: int = 1,
     log=print,
+    otel: str | Path | None = None,
 ) -> State:
     """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
-    bookstore; populate the data if this scale has not been loaded yet."""
+    bookstore; populate the data if this scale has not been loaded yet. `otel`: a file
+    the server also exports its OpenTelemetry traces and metrics to (OTLP/JSON lines)."""
     workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
     url = database(workdir, db, num_items, num_ebs, log)
     logfile = workdir / "server.log"
-    pid = spawn(server_command(workdir, url, port, admin_port, threads, connections, caching), logfile)
+    extra = ("--otel", str(Path(otel).resolve())) if otel else ()
+    pid = spawn(server_command(workdir, url, port, admin_port, threads, connections, caching, *extra), logfile)
     state = State(pid, port, admin_port, url, db, str(workdir), str(logfile))
     save(state)
     await_admin(state, [Admin(state)], logfile)

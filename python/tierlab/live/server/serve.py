@@ -251,14 +251,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--server", type=int, default=0, help="this server's index in its cluster (keys ≡ it mod --servers)")
     ap.add_argument("--servers", type=int, default=1, help="the cluster's servers sharing the database")
     ap.add_argument("--sessions", default=None, help="redis://HOST:PORT/DB: session state in Redis (default: in this process)")
+    ap.add_argument("--otel", default=None, help="FILE: also export OpenTelemetry traces and metrics to it as OTLP/JSON lines (live/server/otel.py)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from waitress.server import create_server
 
     db = Database(a.db)
-    pool = ConnectionPool(db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
+    telemetry = None
+    if a.otel:  # imported only when asked: a server without it loads nothing of OpenTelemetry
+        from .otel import Telemetry
+
+        telemetry = Telemetry(a.otel, lambda: pool.tokens.sample(), db.postgres)
+    pool = ConnectionPool(telemetry.wrap_connect(db.connect) if telemetry else db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
     sessions = session_store(a.sessions, f"{a.server}")
-    tier = Tier(Bookstore(db, pool, sessions, a.server, a.servers), threads=a.threads, thread_timeout=a.timeout, db=pool)
+    app = Bookstore(db, pool, sessions, a.server, a.servers)
+    tier = Tier(telemetry.wrap_app(app) if telemetry else app, threads=a.threads, thread_timeout=a.timeout, db=pool)
     server = create_server(
         tier,
         host=a.host,
@@ -284,6 +291,8 @@ def main(argv: list[str] | None = None) -> None:
         pass
     finally:
         admin.shutdown()
+        if telemetry is not None:
+            telemetry.close()
 
 
 if __name__ == "__main__":
