@@ -1,8 +1,17 @@
-"""Shared helpers: small models built in code, and Little's law checked on every run."""
+"""Shared helpers: small models built in code, and Little's law checked on every run;
+and the test tiers, marked by folder:
+
+- `tests/unit/`: in-process only — no subprocess, no socket, no server, no study (held
+  to it: a unit test that starts a process or opens a socket fails, naming the tier
+  to move it to); `make test-fast` runs this tier;
+- `tests/cli/`: the commands run as a user runs them, in a subprocess, simulator only;
+- `tests/live/`: the testbed, PostgreSQL, Redis, the proxy, the JVM server, a browser;
+- `tests/studies/`: quick studies re-run and the committed ledgers checked."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,6 +20,7 @@ import pytest
 import tierlab
 
 ROOT = Path(__file__).resolve().parent.parent
+TIERS = ("unit", "cli", "live", "studies")
 EXAMPLES = ROOT / "examples"
 MAPPING = EXAMPLES / "tpcw_http.yaml"
 
@@ -78,6 +88,49 @@ def run(model: dict, **kw) -> tierlab.Trace:
     return trace
 
 
+def one_pool_model(timeout: float) -> dict:
+    """Sessions of one request holding one connection (of 4 threads) for 0.1 s: an M/M/1
+    queue whose acquire timeout rejects."""
+    return {
+        "run": {"duration": 700, "warmup": 100, "records": False},
+        "tiers": {
+            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}
+        },
+        "requests": {"job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}},
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+    }
+
+
+def connection_bound_model() -> dict:
+    """Sessions of one request holding one of N connections for 0.1 s (exponential):
+    N connections serve at most 10·N sessions/s; the CPU (5 ms) would allow 200."""
+    return {
+        "run": {"duration": 200, "warmup": 20, "records": False},
+        "tiers": {
+            "app": {
+                "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
+                "stations": {"cpu": {"kind": "cpu", "cores": 1}},
+            }
+        },
+        "requests": {
+            "job": {
+                "app": [
+                    {"acquire": "threads"},
+                    {"cpu": {"exponential": 0.005}},
+                    {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
+                    {"release": "threads"},
+                ]
+            }
+        },
+        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+    }
+
+
+def throughput(trace) -> float:
+    """A sweep's measure: the run's throughput."""
+    return trace.summary["throughput"]
+
+
 def chain_mix(loaded) -> dict[str, float]:
     """The request mix of a loaded model's chain: its stationary distribution for
     sessions that never end by the chain (tierlab.model.chain.visit_mix)."""
@@ -94,3 +147,34 @@ def mix_distance(seen, expected: dict[str, float]) -> float:
     """Total-variation distance between an observed type column and a mix."""
     share = seen.value_counts(normalize=True)
     return 0.5 * sum(abs(share.get(t, 0.0) - p) for t, p in expected.items())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Each test carries its tier's marker (`-m unit`, `-m "not live"`), from its folder."""
+    for item in items:
+        tier = item.path.parent.name
+        if tier in TIERS:
+            item.add_marker(getattr(pytest.mark, tier))
+
+
+class OutOfTier(AssertionError):
+    pass
+
+
+@pytest.fixture(autouse=True)
+def _unit_stays_in_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A unit test may not start a process or open a network socket: that is what makes
+    the tier fast and safe to run anywhere. (Worker pools of a sweep are allowed: they
+    are the code under test, and start through multiprocessing, not these calls.)"""
+    if request.node.path.parent.name != "unit":
+        return
+
+    def refuse(what: str):
+        def call(*args, **kwargs):
+            raise OutOfTier(f"a unit test may not {what}: move {request.node.nodeid} to tests/cli/ or tests/live/")
+
+        return call
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse("start a subprocess"))
+    monkeypatch.setattr(socket.socket, "connect", refuse("connect a socket"))
+    monkeypatch.setattr(socket.socket, "bind", refuse("bind a socket"))

@@ -42,20 +42,3 @@ def test_nothing_saturated_names_the_busiest():
     m = _two_tier(2.0, {"stations": {"cpu": {"kind": "cpu"}}}, [{"cpu": {"exponential": 0.1}}])
     b = bottleneck(tierlab.simulate(m))
     assert not b.saturated and (b.tier, b.resource) == ("db", "cpu") and 0.1 < b.level < 0.3
-
-
-def test_cli_analyze_bottleneck(tmp_path):
-    import json
-    import subprocess
-    import sys
-
-    db = {"pools": {"sockets": {"kind": "other", "size": 5}}, "stations": {"cpu": {"kind": "cpu", "cores": 8}}}
-    tierlab.simulate(_two_tier(60.0, db, [{"acquire": "sockets"}, {"cpu": {"exponential": 0.1}}, {"release": "sockets"}])).write(tmp_path / "t")
-    p = subprocess.run(
-        [sys.executable, "-m", "tierlab.cli", "analyze", "bottleneck", str(tmp_path / "t"), "--json", str(tmp_path / "b.json")], capture_output=True, text=True
-    )
-    assert p.returncode == 0, p.stderr
-    assert "bottleneck: db[0].sockets (other, token-based)" in p.stdout
-    assert json.loads((tmp_path / "b.json").read_text())["bottleneck"]["resource"] == "sockets"
-    missing = subprocess.run([sys.executable, "-m", "tierlab.cli", "analyze", "bottleneck", str(tmp_path / "nowhere")], capture_output=True, text=True)
-    assert missing.returncode == 2 and "Traceback" not in missing.stderr

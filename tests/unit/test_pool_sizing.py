@@ -17,7 +17,7 @@ from tierlab.experiments.costtable import simulate_table
 from tierlab.experiments.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
 from tierlab.run import Run, sweep
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, connection_bound_model, one_pool_model, throughput
 
 # The paper's Table I ("max-loaded", M = N = 30, seconds) and Table II.
 TABLE_I = {  # type: (p, q)
@@ -168,21 +168,10 @@ def test_profiling_measures_contention_on_the_example():
     assert table.loc[(20, 20)] == pytest.approx(min(20 / (V * at["q"]).sum(), 20 / (V * (at["p"] + at["q"])).sum()), rel=1e-9)
 
 
-def _one_pool_model(timeout: float) -> dict:
-    return {
-        "run": {"duration": 700, "warmup": 100, "records": False},
-        "tiers": {
-            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}
-        },
-        "requests": {"job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}},
-        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-    }
-
-
 def test_capacity_search_walks_the_rate_grid():
     """One connection serving 0.1 s jobs: nothing is sustainable at 10 sessions/s or more,
     and with a 1 s acquire timeout an M/M/1 queue overflows well before that."""
-    result, trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=3, progress=False)
+    result, trials = max_sustainable_rate(one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=3, progress=False)
     lam = result["lambda_max"].iloc[0]
     assert 0 < lam < 10
     t = trials.set_index("lambda")
@@ -190,41 +179,12 @@ def test_capacity_search_walks_the_rate_grid():
     assert (t["passed_runs"] <= t["runs"]).all()
 
 
-def test_sweep_is_the_same_in_process_in_workers_and_on_dask():
-    distributed = pytest.importorskip("distributed")
-    model = _one_pool_model(1.0)
-    runs = [Run({"workload.population.session_rate": r}, seed) for r in (3.0, 6.0) for seed in (1, 2)]
-    measure = _throughput
-    inline = sweep(model, runs, measure, workers=1, progress=None)
-    local = sweep(model, runs, measure, workers=2, progress=None)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        on_dask = sweep(model, runs, measure, scheduler=cluster.scheduler_address, progress=None)
-    assert inline == local == on_dask
-    assert inline[0] != inline[1]  # seeds differ
-
-
-def test_size_profile_writes_the_same_profile_with_workers_and_on_dask(tmp_path):
-    """The command a user runs (issue 19: sweeps scale): one worker, two, or a Dask
-    LocalCluster through --scheduler write the same files, byte for byte."""
-    distributed = pytest.importorskip("distributed")
-    from tierlab.cli import cli
-
-    model = EXAMPLES / "tpcw_2tier.yaml"
-    grid = ["--threads", "5,10", "--connections", "2,5", "--duration", "300", "--warmup", "60"]
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-        for name, how in {"one": ["--workers", "1"], "two": ["--workers", "2"], "dask": ["--scheduler", cluster.scheduler_address]}.items():
-            cli.main(["size", "profile", str(model), "--out", str(tmp_path / name), *grid, *how], standalone_mode=False)
-    files = {name: {p.name: p.read_bytes() for p in sorted((tmp_path / name).iterdir())} for name in ("one", "two", "dask")}
-    assert files["one"] and files["one"] == files["two"] == files["dask"]
-    assert "profile.json" in files["one"]
-
-
 def test_a_pipelined_profile_is_the_one_of_one_worker():
     """Each point's next run goes out as soon as its own runs are back (issue 19), so
     with two workers the points' rounds interleave and finish in another order; the
     profile is still the one-worker profile, value for value. Here the points with one
     connection reject enough at once and those with two need further rounds."""
-    model = tierlab.load_model(_one_pool_model(1.0)).with_changes({"run.duration": 300, "run.warmup": 50, "run.records": True})
+    model = tierlab.load_model(one_pool_model(1.0)).with_changes({"run.duration": 300, "run.warmup": 50, "run.records": True})
     how = {"seeds": (1, 2), "overload": 0.05, "min_rejected": 0.08, "max_rounds": 3, "bound": 20.0, "progress": False}
     lines: list[str] = []
     one = profile_grid(model, (1, 2, 4, 8), (1, 2), workers=1, log=lines.append, **how)
@@ -236,13 +196,9 @@ def test_a_pipelined_profile_is_the_one_of_one_worker():
     assert (one.L, one.share.to_dict()) == (two.L, two.share.to_dict())
 
 
-def _throughput(trace) -> float:
-    return trace.summary["throughput"]
-
-
 def test_sweep_names_the_bad_run():
     with pytest.raises(tierlab.ModelError, match=r"run 1 \(tiers.app.pools.db.size=0, seed=1\)"):
-        sweep(_one_pool_model(1.0), [Run({}), Run({"tiers.app.pools.db.size": 0})], _throughput, progress=None)
+        sweep(one_pool_model(1.0), [Run({}), Run({"tiers.app.pools.db.size": 0})], throughput, progress=None)
 
 
 # ---- Chen & Gorton ----------------------------------------------------------------------
@@ -315,117 +271,6 @@ def test_cost_model_bad_tables(tmp_path, text, message):
     assert message in str(e.value)
 
 
-def test_cli_cost_fit_and_bad_table(tmp_path):
-    import subprocess
-    import sys
-
-    ok = subprocess.run(
-        [sys.executable, "-m", "tierlab.cli", "cost", "fit", str(EXAMPLES / "chen_gorton_stockonline.csv"), "--json", str(tmp_path / "fit.json")],
-        capture_output=True,
-        text=True,
-    )
-    assert ok.returncode == 0, ok.stderr
-    import json
-
-    assert json.loads((tmp_path / "fit.json").read_text())["optimal_threads"] == {"100": 10, "200": 14, "400": 20, "800": 29}
-    (tmp_path / "bad.csv").write_text("clients,threads,value\n100,1,x\n")
-    bad = subprocess.run([sys.executable, "-m", "tierlab.cli", "cost", "fit", str(tmp_path / "bad.csv")], capture_output=True, text=True)
-    assert bad.returncode == 2 and "line 2: value = 'x'" in bad.stderr and "Traceback" not in bad.stderr
-
-
-def test_cli_size_profile_optimize_validate(tmp_path):
-    """The three `tierlab size` steps on a small two-pool model, end to end."""
-    import subprocess
-    import sys
-
-    import yaml
-
-    model = {
-        "run": {"duration": 400, "warmup": 50, "seed": 3},
-        "tiers": {
-            "app": {
-                "pools": {
-                    "threads": {"kind": "threads", "size": 4, "timeout": 5},
-                    "db": {"kind": "connections", "size": 2, "timeout": 5, "caching": "request"},
-                },
-                "stations": {"cpu": {"kind": "cpu", "cores": 1, "overhead": 0.01}},
-            },
-            "db": {"stations": {"cpu": {"kind": "cpu", "cores": 1}}},
-        },
-        "requests": {
-            "A": {
-                "app": [
-                    {"acquire": "threads"},
-                    {"cpu": {"exponential": 0.01}},
-                    {"loop": {"count": 3, "steps": [{"use": {"pool": "db", "steps": [{"delay": 0.002}, {"call": "db"}]}}]}},
-                    {"release": "threads"},
-                ],
-                "db": [{"cpu": {"exponential": 0.002}}],
-            }
-        },
-        "workload": {
-            "population": {"session_rate": 5},
-            "think": {"exponential": 1},
-            "session_end": {"after_requests": 5},
-            "chain": {"matrix": {"A": {"A": 1}}, "start": "A"},
-        },
-    }
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(model))
-
-    def cli(*args):
-        p = subprocess.run([sys.executable, "-m", "tierlab.cli", *map(str, args)], capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr
-        return p.stdout
-
-    cli("size", "profile", path, "--out", tmp_path / "prof", "--threads", "2,4,8", "--connections", "1,2,4", "--workers", "1")
-    assert {"points.csv", "runs.csv", "profile.json"} <= {f.name for f in (tmp_path / "prof").iterdir()}
-    cli("size", "optimize", tmp_path / "prof", "--rate", "20", "--out", tmp_path / "opt")
-    import json
-
-    best = json.loads((tmp_path / "opt" / "result.json").read_text())
-    M, N, lam = best["optimum"]["M"], best["optimum"]["N"], best["optimum"]["lambda"]
-    # The command reports the library's optimum for the profile it wrote, and at a
-    # profiled point λ is the paper's formula over the written points, by hand:
-    # min(N / ΣV_i·q_i, M / ΣV_i·(p_i + q_i)) with V_i = share_i · L.
-    grid = ProfileGrid.read(tmp_path / "prof")
-    rates = PoolSizing(grid).rates()
-    assert (M, N, lam) == (int(rates.best()["M"]), int(rates.best()["N"]), pytest.approx(float(rates.best()["lambda"]), rel=1e-12))
-    pts = pd.read_csv(tmp_path / "prof" / "points.csv").query("M == 4 and N == 2").set_index("type")
-    V = grid.share * grid.L
-    sum_q, sum_pq = (V * pts["q"]).sum(), (V * (pts["p"] + pts["q"])).sum()
-    assert rates.table.set_index(["M", "N"]).loc[(4, 2), "lambda"] == pytest.approx(min(2 / sum_q, 4 / sum_pq), rel=1e-9)
-    assert best["servers"]["servers"] == -(-20 // lam)  # ⌈rate / λ⌉
-    cli("size", "validate", path, "--config", f"{M},{N}", "--start", round(lam, 2), "--runs", "2", "--workers", "1", "--json", tmp_path / "v.json")
-    measured = json.loads((tmp_path / "v.json").read_text())
-    assert measured["result"][0]["lambda_max"] > 0 and len(measured["trials"]) >= 2
-
-
-def _connection_bound_model() -> dict:
-    """Sessions of one request holding one of N connections for 0.1 s (exponential):
-    N connections serve at most 10·N sessions/s; the CPU (5 ms) would allow 200."""
-    return {
-        "run": {"duration": 200, "warmup": 20, "records": False},
-        "tiers": {
-            "app": {
-                "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
-                "stations": {"cpu": {"kind": "cpu", "cores": 1}},
-            }
-        },
-        "requests": {
-            "job": {
-                "app": [
-                    {"acquire": "threads"},
-                    {"cpu": {"exponential": 0.005}},
-                    {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
-                    {"release": "threads"},
-                ]
-            }
-        },
-        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-    }
-
-
 def test_sizing_by_simulation_searches_down_from_the_cpu_bound():
     """The twin route: every candidate's λ_max found from the model's CPU bound (200/s)
     down, each below the connections' bound 10·N and above 3·N (there, with one
@@ -433,7 +278,7 @@ def test_sizing_by_simulation_searches_down_from_the_cpu_bound():
     one in 3,600 requests), and the optimum is the configuration with two connections."""
     from tierlab.experiments.sizing import sizing_by_simulation
 
-    table, trials, best = sizing_by_simulation(_connection_bound_model(), [2, 4], [1, 2], step=0.5, runs=2, workers=1, progress=False)
+    table, trials, best = sizing_by_simulation(connection_bound_model(), [2, 4], [1, 2], step=0.5, runs=2, workers=1, progress=False)
     assert trials["lambda"].max() >= 190  # the search started at the CPU bound
     lam = table.set_index(["M", "N"])["lambda_max"]
     assert table["bracketed"].all()
@@ -450,39 +295,13 @@ def test_best_sustainable_breaks_ties_toward_smaller_pools():
     assert best_sustainable(table)[["M", "N"]].tolist() == [4, 2]
 
 
-def test_cli_size_optimize_twin(tmp_path):
-    """`size optimize --method twin` on a model: its optimum and λ_max per configuration;
-    the paper's options are refused by name."""
-    import json
-    import subprocess
-    import sys
-
-    import yaml
-
-    path = tmp_path / "twin.yaml"
-    path.write_text(yaml.safe_dump(_connection_bound_model()))
-    base = [sys.executable, "-m", "tierlab.cli", "size", "optimize", str(path), "--method", "twin"]
-    p = subprocess.run(
-        [*base, "--threads", "2", "--connections", "1,2", "--start", "15", "--step", "0.5", "--runs", "2", "--workers", "1", "--rate", "40", "--json", "-"],
-        capture_output=True,
-        text=True,
-    )
-    assert p.returncode == 0, p.stderr
-    result = json.loads(p.stdout)
-    assert result["method"] == "twin" and (result["optimum"]["M"], result["optimum"]["N"]) == (2, 2)
-    assert {(c["M"], c["N"]) for c in result["configurations"]} == {(2, 1), (2, 2)}
-    assert result["servers"]["servers"] == -(-40 // result["optimum"]["lambda"])
-    bad = subprocess.run([*base, "--trace", str(tmp_path)], capture_output=True, text=True)
-    assert bad.returncode != 0 and "--method paper" in bad.stderr
-
-
 def test_profile_refine_closes_in_on_capacity():
     """One connection holding 0.1 s (capacity 10 sessions/s; a 5 s timeout makes
     rejections appear sharply near it). A pilot at 4/s climbs by ×1.5 (6, 9, 13.5): the
     first rate that rejects is up to a whole step past capacity; refining closes in
     from both sides, so the profile is taken at a lower rate that still rejects, above
     the climb's last rate that served everything."""
-    model = _connection_bound_model() | {"run": {"duration": 200, "warmup": 20}}  # profiles need the records
+    model = connection_bound_model() | {"run": {"duration": 200, "warmup": 20}}  # profiles need the records
     model["tiers"]["app"]["pools"]["db"]["timeout"] = model["tiers"]["app"]["pools"]["threads"]["timeout"] = 5
     coarse, fine = (profile_grid(model, [2], [1], overload=0.5, bound=2.0, refine=r, workers=1, progress=False).runs.iloc[0] for r in (0, 3))
     assert coarse.overloaded and fine.overloaded
@@ -493,8 +312,8 @@ def test_profile_refine_closes_in_on_capacity():
 def test_a_capacity_search_that_stops_decided_runs_finds_the_same_capacity():
     """With `decided`, a rate's runs stop once 3 of 5 passed or failed (the seeds in
     order): every verdict, and so the capacity, is the full search's, from fewer runs."""
-    full, full_trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False)
-    short, short_trials = max_sustainable_rate(_one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False, decided=True)
+    full, full_trials = max_sustainable_rate(one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False)
+    short, short_trials = max_sustainable_rate(one_pool_model(1.0), [(4, 1)], 5.0, step=0.5, runs=5, progress=False, decided=True)
     pd.testing.assert_frame_equal(short, full)
     assert short_trials[["lambda", "passed"]].equals(full_trials[["lambda", "passed"]])
     assert (short_trials["runs"] >= 3).all() and short_trials["runs"].sum() < full_trials["runs"].sum()

@@ -1,14 +1,10 @@
 """`tierlab report`: the sections each kind of trace has data for, A/B deltas, the
-ramp's knee over imported runs, the sizing heat map, a self-contained page — and the
-page opened in a real headless Chromium: no console message, every expected section
-in the rendered DOM with its figures drawn, a screenshot kept."""
+ramp's knee over imported runs, the sizing heat map, a self-contained page (the live
+run's sections and the page in a browser: tests/live/test_report_browser.py)."""
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,10 +12,10 @@ from plotly.offline import get_plotlyjs
 
 import tierlab
 from tierlab.cli import cli
-from tierlab.report.html import report, write
+from tierlab.report.html import report
 from tierlab.trace.imports import jmeter, k6, locust
 
-from conftest import EXAMPLES, MAPPING, ROOT, live_model, running_testbed
+from conftest import EXAMPLES, ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
 # `tierlab size optimize` and `size validate --json` outputs of one profile (fixtures of
@@ -37,24 +33,12 @@ def simulated() -> tierlab.Trace:
     return tierlab.simulate(model)
 
 
-@pytest.fixture(scope="module")
-def live(tmp_path_factory) -> tierlab.Trace:
-    """A short run on the live testbed: client view, the server's pools and phases,
-    the monitor's CPU."""
-    with running_testbed("sqlite", tmp_path_factory.mktemp("live") / "live") as bed:
-        return bed.run(live_model(**{"run.duration": 6, "run.warmup": 1}), MAPPING)
-
-
 def _k6_ramp() -> list[tuple[str, tierlab.Trace]]:
     return [(f"{v} VUs", k6.read(FIXTURES / "k6_ramp" / f"vus{v}.json.gz")) for v in RAMP_VUS]
 
 
 def test_a_simulated_run_has_every_single_run_section(simulated):
     assert report([("sim", simulated)]).sections == ONE_RUN
-
-
-def test_a_live_run_has_every_single_run_section(live):
-    assert report([("live", live)]).sections == ONE_RUN
 
 
 def test_imported_runs_have_the_sections_their_tool_measured():
@@ -107,63 +91,3 @@ def test_report_command(tmp_path, simulated):
     res = CliRunner().invoke(cli, ["report", str(tmp_path / "sim"), "--out", str(tmp_path / "r.html")])
     assert res.exit_code == 0, res.output
     assert 'id="bottleneck"' in (tmp_path / "r.html").read_text()
-
-
-# -- in a browser ---------------------------------------------------------------
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--enable-logging=stderr",
-    "--v=0",
-    "--virtual-time-budget=10000",
-]
-
-
-def _chromium(page: Path, tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
-    return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args, page.as_uri()], capture_output=True, text=True, timeout=300, check=False)
-
-
-def _open(page: Path, tmp: Path, sections: list[str]) -> None:
-    """Render `page`: no console message at all (an error, an uncaught exception or a
-    warning would show as one), every section and its figures in the DOM, a screenshot
-    and a printed PDF."""
-    dom = _chromium(page, tmp, "--dump-dom")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
-    assert not console, console
-    for s in sections:
-        assert f'<section id="{s}">' in dom.stdout, s
-    figures = page.read_text().count("Plotly.newPlot(")
-    assert figures > 0 and dom.stdout.count('class="main-svg"') >= figures  # plotly drew every figure
-    shot = tmp / f"{page.stem}.png"
-    assert _chromium(page, tmp, "--window-size=1200,4000", f"--screenshot={shot}").returncode == 0
-    assert shot.stat().st_size > 10_000
-    pdf = tmp / f"{page.stem}.pdf"  # printable: Chromium's print to PDF of the whole page
-    assert _chromium(page, tmp, f"--print-to-pdf={pdf}", "--no-pdf-header-footer").returncode == 0
-    assert pdf.read_bytes().startswith(b"%PDF") and pdf.stat().st_size > 10_000
-
-
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-@pytest.mark.parametrize("kind", ["simulated", "live", "jmeter", "locust", "ab", "ramp"])
-def test_the_report_renders_in_chromium(tmp_path, request, kind):
-    runs = {
-        "simulated": lambda: [("sim", request.getfixturevalue("simulated"))],
-        "live": lambda: [("live", request.getfixturevalue("live"))],
-        "jmeter": lambda: [("jmeter", jmeter.read(FIXTURES / "jmeter_results.jtl"))],
-        "locust": lambda: [("locust", locust.read(FIXTURES / "locust"))],
-        "ab": lambda: [("A", jmeter.read(FIXTURES / "jmeter_results.jtl")), ("B", jmeter.read(FIXTURES / "jmeter_results.xml"))],
-        "ramp": _k6_ramp,
-    }[kind]()
-    sized = kind == "simulated"
-    rep = report(runs, loads=RAMP_VUS if kind == "ramp" else None, sizing=SIZING if sized else None, validation=MEASURED if sized else None)
-    page = write(rep, tmp_path / f"{kind}.html")
-    _open(page, tmp_path, rep.sections)

@@ -1,0 +1,49 @@
+"""The claims ledgers: strict criteria, well-formed claims.json files, and a README whose
+tables are the ones studies/ledger.py generates from them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "studies"))
+
+import ledger  # noqa: E402
+
+import claims  # noqa: E402
+from claims import Ledger, close, decreasing  # noqa: E402
+
+CLAIMS_FILES = sorted((ROOT / "studies" / "results").glob("*/claims.json"))
+
+
+def test_the_ledger_computes_the_verdict_and_keeps_a_miss_note_only_on_a_miss(tmp_path):
+    book = Ledger()
+    assert not book.check("flat thresholds", [5000, 4800], [4200, 4200], decreasing(), "transient events too weak")
+    assert book.check("a knee", 180, 200.0, close(0.15), "never shown")
+    book.input("a calibrated knee", 330, 400.0, close(0.15), "CPU demand set for it")
+    book.write(tmp_path)
+    written = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["verdict"] for c in written] == ["not reproduced", "reproduced", "input"]
+    assert written[0]["note"] == "transient events too weak"
+    assert "note" not in written[1]
+    assert written[2]["note"] == "CPU demand set for it; the calibration no longer holds (within ±15% of the paper)"
+    assert claims.check_file(tmp_path / "claims.json") == written
+
+
+@pytest.mark.parametrize("path", CLAIMS_FILES, ids=[p.parent.name for p in CLAIMS_FILES])
+def test_every_committed_ledger_is_well_formed(path):
+    for c in claims.check_file(path):  # exactly the keys, a known verdict
+        if c["verdict"] == "input":
+            assert c.get("note"), f"{path}: an input claim says what was calibrated"
+
+
+def test_every_study_with_a_ledger_has_one_committed():
+    assert {p.parent.name.removesuffix("_quick") for p in CLAIMS_FILES} >= {s for studies in ledger.PAPERS.values() for s in studies}
+
+
+def test_the_readme_tables_are_the_generated_ones():
+    assert ledger.README.read_text() == ledger.rewrite(ledger.README.read_text()), "run python studies/ledger.py"
