@@ -1,6 +1,5 @@
-"""The digital twin (issue 16): calibrated from a short live run on the SQLite testbed,
-simulated at the same load, it serves what the live system served; bad input gets a
-clear error."""
+"""The digital twin (issue 16) refuses what it cannot calibrate from (the twin against
+a live run: tests/live/test_twin.py)."""
 
 from __future__ import annotations
 
@@ -10,21 +9,7 @@ import tierlab
 from tierlab.errors import InputError
 from tierlab.experiments.twin import calibrate
 
-from conftest import MAPPING, live_model, running_testbed
-
-
-@pytest.fixture(scope="module")
-def bed(tmp_path_factory):
-    with running_testbed("sqlite", tmp_path_factory.mktemp("sqlite") / "live") as bed:
-        yield bed
-
-
-@pytest.fixture(scope="module")
-def live(bed, tmp_path_factory):
-    """A short live run (12 browsers, 20 ms think time: the server busy) and its model."""
-    model = live_model()
-    folder = bed.run(model, MAPPING).write(tmp_path_factory.mktemp("trace"))
-    return folder, model
+from conftest import live_model
 
 
 def test_a_trace_without_records_cannot_calibrate_a_twin(tmp_path):
