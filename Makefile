@@ -1,0 +1,23 @@
+# The habits of working on tierlab, one command each (README, "Tests").
+.PHONY: dev test-fast test lint
+
+# An editable install whose extension is built with the quick-to-compile `fast` profile
+# (Cargo.toml); Python edits take effect at once, Rust ones at the next `make dev`.
+dev:
+	maturin develop --profile fast --extras test
+
+# The unit tier: in-process tests only (tests/unit), a few minutes.
+test-fast:
+	python3 -m pytest tests/unit -q
+
+# Everything, as CI runs it (.ci/run).
+test:
+	python3 -m pytest && cargo test
+
+# The gates every commit passes: formatting, lints, types, the stub against the extension.
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	python3 -m ruff check .
+	python3 -m ruff format --check .
+	python3 -m mypy
