@@ -8,6 +8,10 @@ from it — never typed:
 
 - `reproduced` / `not reproduced`: the criterion holds / does not hold for ours against
   the paper; a miss carries the mechanism the model lacks (`missing`).
+- `not testable here`: the data cannot decide the claim — a criterion of testability,
+  fixed before the run like the claim's own and checked first, does not hold (e.g. "M0
+  is among the measured best" on a measured series flat within its noise, which any M0
+  would pass); the note says which and why.
 - `input`: the figure was calibrated into the model, so matching it predicts nothing; the
   note says what was calibrated and whether the calibration still holds.
 
@@ -22,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERDICTS = ("reproduced", "not reproduced", "input")
+VERDICTS = ("reproduced", "not reproduced", "not testable here", "input")
 KEYS = ("claim", "paper", "ours", "criterion", "verdict")
 OPTIONAL_KEYS = ("note",)
 
@@ -158,6 +162,18 @@ def ordered_as_paper(margins: Mapping[Any, float] | None = None) -> Criterion:
     return Criterion("the same strict order as the paper's, each step beyond the combined 95% confidence half-widths", holds)
 
 
+def spread_beyond(noise: float, unit: str = "", why: str = "") -> Criterion:
+    """A testability criterion: the values (a mapping's or a list's) span more than
+    `noise`, so that a claim about which is highest or how they order can fail."""
+
+    def holds(ours: Any, paper: Any) -> bool:
+        v = _values(ours)
+        # (1 + 1e-9): rates on a grid of `noise` one step apart differ by it up to float error.
+        return len(v) >= 2 and all(_number(x) for x in v) and max(v) - min(v) > noise * (1 + 1e-9)
+
+    return Criterion(f"the values span more than {noise:g}{unit}{f' ({why})' if why else ''}", holds)
+
+
 def decreasing_apart(margins: Mapping[Any, float]) -> Criterion:
     return Criterion(
         "strictly decreasing in the order listed, each step beyond the combined 95% confidence half-widths", lambda ours, paper: apart(ours, margins)
@@ -173,19 +189,33 @@ class Ledger:
     def __init__(self) -> None:
         self.claims: list[dict] = []
 
-    def check(self, claim: str, paper: Any, ours: Any, criterion: Criterion, missing: str | None = None, assumes: str | None = None) -> bool:
+    def check(
+        self,
+        claim: str,
+        paper: Any,
+        ours: Any,
+        criterion: Criterion,
+        missing: str | None = None,
+        assumes: str | None = None,
+        testable: Criterion | None = None,
+        testable_data: Any = None,
+    ) -> bool:
         """Score a prediction on the figures as computed (the ledger shows them rounded);
         `missing` is the mechanism the model lacks, kept only on a miss; `assumes` is
-        what the prediction rests on that the paper does not give, kept always."""
-        ok = bool(criterion.holds(ours, paper))
+        what the prediction rests on that the paper does not give, kept always.
+        `testable`: checked first, on `testable_data` (default `ours`); where it does not
+        hold the verdict is `not testable here` (returned as False: not reproduced)."""
+        untestable = testable is not None and not testable.holds(ours if testable_data is None else testable_data, paper)
+        ok = not untestable and bool(criterion.holds(ours, paper))
         entry = {
             "claim": claim,
             "paper": rounded(paper),
             "ours": rounded(ours),
-            "criterion": criterion.text,
-            "verdict": "reproduced" if ok else "not reproduced",
+            "criterion": criterion.text + (f"; testable where {testable.text}" if testable else ""),
+            "verdict": "not testable here" if untestable else "reproduced" if ok else "not reproduced",
         }
-        note = [missing] if not ok and missing else []
+        note = [f"not testable here: {testable.text} does not hold"] if untestable and testable else []
+        note += [missing] if not untestable and not ok and missing else []
         if assumes:
             note.append(assumes)
         if note:

@@ -66,8 +66,20 @@ def _nested(x: Any) -> str:
     return f"({cell(x)})" if isinstance(x, dict) else cell(x)
 
 
+def summary() -> list[str]:
+    """One row per study with a ledger: its claims counted by verdict, one column each."""
+    rows = ["| paper | study | " + " | ".join(VERDICTS) + " |", "|---|---|" + "---:|" * len(VERDICTS)]
+    for paper, studies in PAPERS.items():
+        for study in studies:
+            if (folder := ledger_folder(study)) is not None:
+                claims = check_file(folder / "claims.json")
+                counts = [str(sum(c["verdict"] == v for c in claims)) for v in VERDICTS]
+                rows.append(f"| {paper.split(' — ')[0]} | `{folder.relative_to(RESULTS)}` | " + " | ".join(counts) + " |")
+    return [*rows, ""]
+
+
 def block() -> str:
-    lines = [START, ""]
+    lines = [START, "", *summary()]
     for paper, studies in PAPERS.items():
         lines += [f"### {paper}", ""]
         for study in studies:
