@@ -15,12 +15,24 @@ def twin() -> None:
 
 @twin.command("calibrate")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(file_okay=False))
-@click.option("--model", "model_file", required=True, type=click.Path(dir_okay=False), help="The model the traces were run from (`tierlab live run MODEL`).")
+@click.option(
+    "--model",
+    "model_file",
+    type=click.Path(dir_okay=False),
+    help="The model the traces were run from (`tierlab live run MODEL`); leave it out for traces of `tierlab import otel`, whose model is made from them.",
+)
 @click.option(
     "--out", "out_file", required=True, type=click.Path(dir_okay=False), help="The twin's model file (YAML); its report goes beside it as .calibration.json."
 )
-@click.option("--clients", type=int, help="The closed population the traces ran with, if `live run --clients` replaced the model's.")
+@click.option(
+    "--clients",
+    type=click.IntRange(min=1),
+    help="The closed population the traces ran with, if `live run --clients` replaced the model's; without --model, the twin's clients (default: an open workload at the observed rate).",
+)
 @click.option("--session-rate", type=float, help="The open population (sessions/s) the traces ran with, if `live run --session-rate` replaced the model's.")
+@click.option("--think", type=click.FloatRange(min=0), help="Without --model: the closed clients' think time, seconds (with --clients).")
+@click.option("--threads", type=click.IntRange(min=1), help="Without --model: the server's worker threads M, where its metrics do not say.")
+@click.option("--connections", type=click.IntRange(min=1), help="Without --model: the server's connection pool size N, where its metrics do not say.")
 @click.option(
     "--dist", "form", type=click.Choice(["lognormal", "empirical"]), default="lognormal", show_default=True, help="How per-request CPU demands are fitted."
 )
@@ -37,23 +49,46 @@ def twin() -> None:
     "requests show the growth level off, fitted so the twin uses the CPU per request each trace measured at its load: give traces at two "
     "loads or more.",
 )
-def twin_calibrate(traces, model_file, out_file, clients, session_rate, form, handoff, contention) -> None:
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
     workload of MODEL. The classical estimates (service demand law, utilization
     regression) are printed beside the direct ones. A simulated trace with per-request
-    records calibrates too: a check of the calibration on demands that are known."""
+    records calibrates too: a check of the calibration on demands that are known.
+
+    Without --model, TRACES are a server's OpenTelemetry (`tierlab import otel`): the
+    workload is the observed mix and arrival rate (or --clients with --think), the pools
+    as its metrics or --threads/--connections say, the CPU per request apportioned from
+    the process's CPU (docs/twin.md).
+
+    The traces must keep the server busy (two or more requests in service in ten
+    windows or more): README's "A run busy enough to calibrate" gives the commands."""
     from ..errors import InputError
     from ..experiments.twin import calibrate
+    from ..experiments.twin.observed import calibrate_observed
     from ..model import load_model
 
     if clients is not None and session_rate is not None:
         raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
+    options = {"form": form, "handoff": handoff, "contention": contention}
+    if model_file is None:
+        if session_rate is not None:
+            raise InputError("without --model the open workload is the traces' own rate; give --clients N (and --think) for a closed one")
+        with about(traces[0]):
+            cal = calibrate_observed(list(traces), threads, connections, clients, think, **options)
+        return _written(cal, out_file)
+    if think is not None or threads is not None or connections is not None:
+        raise InputError("--think, --threads and --connections describe a server without a model; with --model, the model says them")
     with about(model_file):
         model = load_model(model_file)
-        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, form, handoff, contention)
+        cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, **options)
+    _written(cal, out_file)
+
+
+def _written(cal, out_file: str) -> None:
+    """Write the twin and its report, and print the calibration's figures."""
     path = cal.write(out_file)
     out.print(demand_table(cal))
     law, cores = cal.law, cal.cores

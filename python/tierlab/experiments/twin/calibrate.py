@@ -66,7 +66,7 @@ from ...run import simulate
 from ...trace import Summary, Trace, read_trace
 from ...trace.schema import figures
 from .classical import demand_law, regression
-from .fit import Form, fitted, mean_of
+from .fit import FLOOR, Form, fitted, mean_of
 from .measured import Measured, cpu_cores, hand_offs, measured, threads_at_start
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
@@ -301,6 +301,7 @@ def _twin(
     # a thread's in the request's `cpu_time`, where this does not look for it.)
     waiter_cpu = {p: m.granted[p] * d for p, d in handed.items()}  # CPU-seconds, all traces
     outside = growth.scale * max(0.0, law["outside_handlers"] / cores["speed"] - waiter_cpu.get(setting.threads, 0.0) / len(m.requests))
+    outside = outside if outside >= FLOOR else 0.0  # less than the clocks can tell apart: none (an imported trace's, by construction)
     contention = growth.spec(setting.threads)
     away = _outside_the_server(m, read, outside)
     per_query = _db_per_query(m, notes)
@@ -363,7 +364,7 @@ def _twin(
         )
     twin = spec | {
         "name": f"{spec['name']}-twin",
-        "description": f"calibrated from {len(read)} live trace(s) of {spec['name']}",
+        "description": f"calibrated from {len(read)} trace(s) of {spec['name']}",
         "tiers": tiers,
         "requests": requests,
     }

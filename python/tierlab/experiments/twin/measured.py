@@ -4,7 +4,10 @@ pooled over one or more traces, each checked to be a run of the model's tiers wi
 per-request records. A live trace's process CPU is the resource monitor's
 (`cpu_user` + `cpu_system`); a simulated one's is its tier's CPU station
 (`utilization` × the model's cores): the simulator has no process and no user/system
-split, so it does not write the monitor's series under their names."""
+split, so it does not write the monitor's series under their names. An imported
+OpenTelemetry trace (`tierlab import otel`) has the process's CPU as a live one does,
+from its `process.cpu.time`, but no CPU per request: `estimated_demands` apportions
+the process's CPU among the requests."""
 
 from __future__ import annotations
 
@@ -20,6 +23,8 @@ from ...trace import Trace
 from ...trace.schema import DEMANDS, PoolSummary
 
 DONE = "done:"  # a window's column of requests of a type that ended in it: done:<type>
+# What an imported server's records must have: its spans' times and database accesses.
+SPANNED = ["time", "before_db", "with_db_active", "db_time", "db_requests", "db_queries"]
 
 
 @dataclass
@@ -70,8 +75,8 @@ def measured(traces: list[tuple[str, Trace]], model_tiers: dict[str, int | None]
         assert r is not None
         ok = r[(r.status == "ok") & (r[f"{t}.visits"] > 0)].copy()
         ok["trace"] = k
-        requests.append(ok)
         windows.append(_windows(trace, t, d, k, model_tiers))
+        requests.append(estimated_demands(name, ok, windows[-1], t, d is not None) if s["source"] == "import" else ok)
         if trace.statements is not None:
             statements.append(trace.statements)
         seconds += s["measured_seconds"]
@@ -94,17 +99,20 @@ def _tiers(name: str, trace: Trace, model_tiers: dict[str, int | None]) -> tuple
     its database tier: the next one in the model's order, when the trace has it (live:
     a database in a process of its own, monitored; simulated: every tier)."""
     s = trace.summary
-    if s["source"] not in ("live", "simulation") or trace.requests is None:
+    imported = s["source"] == "import"
+    if trace.requests is None or (imported and not s["tiers"]):
         raise InputError(
-            f"{name} is not a trace with per-request records (source {s['source']!r}); record one with `tierlab live run MODEL --out DIR`, "
-            "or simulate with records on (`run.records: true`)"
+            f"{name} is not a trace with the server's per-request records (source {s['source']!r}); record one with `tierlab live run MODEL --out DIR`, "
+            "simulate with records on (`run.records: true`), or import a server's OpenTelemetry (`tierlab import otel`)"
         )
     order = sorted(s["tiers"], key=lambda t: s["tiers"][t]["position"])
-    pooled = [t for t in order if s["tiers"][t]["servers"] and s["tiers"][t]["servers"][0]["pools"]]
+    # An imported server need not have exported its pools' metrics: its first tier is the server.
+    pooled = [t for t in order if s["tiers"][t]["servers"] and s["tiers"][t]["servers"][0]["pools"]] or (order[:1] if imported else [])
     if not pooled:
         raise InputError(f"{name}: no tier with pools in summary.tiers; the server's side of the run is missing ({s['missing'] or 'no reason given'})")
     tier = pooled[0]
-    lacking = [c for c in (f"{tier}.{d}" for d in [*DEMANDS, "db_queries"]) if c not in trace.requests.columns]
+    needed = SPANNED if imported else [*DEMANDS, "db_queries"]
+    lacking = [c for c in (f"{tier}.{d}" for d in needed) if c not in trace.requests.columns]
     if lacking:
         again = "record the trace again with this version's middleware" if s["source"] == "live" else "simulate it again with this version"
         raise InputError(f"{name}: requests.parquet lacks {', '.join(lacking)}; {again}")
@@ -127,7 +135,7 @@ def _windows(trace: Trace, tier: str, db_tier: str | None, k: int, cores: dict[s
         return f[0] if 0 in f.columns else pd.Series(dtype=float)
 
     def cpu(t: str) -> pd.Series:
-        if s["source"] == "live":
+        if s["source"] in ("live", "import"):
             return series(t, "cpu_user") + series(t, "cpu_system")
         n = cores.get(t)
         if n is None:
@@ -174,3 +182,29 @@ def threads_at_start(requests: pd.DataFrame, tier: str) -> pd.DataFrame:
     held = containing(got_thread, requests.start + outside + requests[f"{tier}.time"]) - 1  # not itself
     waiting = containing(waits_from, waits_from + requests[f"{tier}.wait_db"])
     return pd.DataFrame({"held": held, "computing": held - waiting}, index=requests.index)
+
+
+def estimated_demands(name: str, requests: pd.DataFrame, windows: pd.DataFrame, tier: str, remote: bool) -> pd.DataFrame:
+    """An imported server's requests with the demand columns its spans lack: the
+    process's CPU over the trace's measured windows (its `process.cpu.time`) shared
+    among the served requests in proportion to their time at the server outside a
+    database of its own (an embedded one's statements run on the process's CPU: their
+    share is `db_cpu_time`). Under processor sharing every request's time stretches
+    alike, so the shares hold at any load; a request's wait for a connection, inside
+    its span, is counted as its own (no standard span separates it). None of it is
+    getConnection()'s (`pool_cpu_time` 0: no span shows it)."""
+    busy = float((windows["cpu"] * windows["length"]).sum())
+    if not busy > 0:
+        raise InputError(
+            f"{name}: no process CPU in the trace (its summary's missing names why): the twin apportions the process's CPU among the requests; "
+            "export process.cpu.time (or the JVM's jvm.cpu.time) with the spans"
+        )
+    db = requests[f"{tier}.db_time"].clip(upper=requests[f"{tier}.time"])
+    own = (requests[f"{tier}.time"] - (db if remote else 0.0)).clip(lower=0.0)
+    total = float(own.sum())
+    cpu = own * (busy / total) if total > 0 else pd.Series(busy / len(requests), index=requests.index)
+    out = requests.copy()
+    out[f"{tier}.cpu_time"] = cpu
+    out[f"{tier}.pool_cpu_time"] = 0.0
+    out[f"{tier}.db_cpu_time"] = 0.0 if remote else (cpu * (db / own.where(own > 0))).fillna(0.0)
+    return out
