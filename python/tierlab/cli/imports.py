@@ -84,3 +84,24 @@ def import_hlog(results, out_dir, warmup, quiet, force, unit) -> None:
     from ..trace.imports import hlog
 
     _write(results, lambda: hlog.read(results, unit, warmup), out_dir, quiet, force)
+
+
+@import_cmd.command("otel")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@OUT
+@click.option(
+    "--window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Seconds per window of the server's series (the metrics' export interval, or a multiple of it).",
+)
+@click.option("--service", help="The service.name to import when the files hold several services.")
+def import_otel(files, out_dir, warmup, quiet, force, window, service) -> None:
+    """OpenTelemetry's OTLP/JSON lines (the Collector's file exporter, the SDKs' and the
+    Java agent's logging-otlp exporters; .gz too): a request per SERVER span, its
+    database accesses from the CLIENT spans under it, the pool and CPU metrics as the
+    server's series."""
+    from ..trace.imports import otel
+
+    _write(files[0], lambda: otel.read(list(files), window, warmup, service), out_dir, quiet, force)
