@@ -29,13 +29,12 @@ pub struct Shared {
     end: Instant,
     next_request: AtomicU64,
     next_session: AtomicU64,
-    /// Requests sent after the warm-up (finished or not).
-    pub arrived: AtomicU64,
     pub finished: AtomicU64,
     pub failed: AtomicU64,
     pub reconnects: AtomicU64,
     /// Taken when the run ends; sessions of an aborted arrival task may still finish a
-    /// request on another worker after that, and record nothing (in flight at the end).
+    /// request on another worker after that, and record nothing: it counts as sent and
+    /// unfinished.
     pub collector: Mutex<Option<Collector>>,
 }
 
@@ -52,7 +51,6 @@ impl Shared {
             t0,
             next_request: AtomicU64::new(0),
             next_session: AtomicU64::new(0),
-            arrived: AtomicU64::new(0),
             finished: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             reconnects: AtomicU64::new(0),
@@ -80,6 +78,11 @@ impl Shared {
         {
             f(c);
         }
+    }
+
+    /// Requests sent so far, warm-up included (finished or not).
+    pub fn sent(&self) -> u64 {
+        self.next_request.load(Relaxed)
     }
 
     fn since_start(&self, t: Instant) -> f64 {
@@ -288,7 +291,7 @@ async fn request(
     let id = sh.next_request.fetch_add(1, Relaxed) + 1;
     let start = sh.since_start(intended);
     if start >= sh.cfg.warmup {
-        sh.arrived.fetch_add(1, Relaxed);
+        sh.record(|c| c.sent(ty));
     }
     let (target, body) = render(spec, values);
     let out = Outgoing {

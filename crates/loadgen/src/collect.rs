@@ -158,6 +158,12 @@ impl Collector {
         }
     }
 
+    /// A request of type `ty` was sent after the warm-up: unfinished until `request`
+    /// records it.
+    pub fn sent(&mut self, ty: usize) {
+        self.requests.sent(ty);
+    }
+
     pub fn session_started(&mut self, at: f64) {
         if at >= self.warmup {
             self.sessions_started += 1;
@@ -191,12 +197,11 @@ impl Collector {
     }
 
     /// The trace of the run `cfg`. `elapsed`: how long it went (short of its duration
-    /// if stopped); `arrived`: requests sent after the warm-up, finished or not.
+    /// if stopped). The requests sent and not recorded are the unfinished ones.
     pub fn finish(
         mut self,
         cfg: &Config,
         elapsed: f64,
-        arrived: u64,
         reconnects: u64,
         interrupted: bool,
     ) -> Output {
@@ -241,7 +246,6 @@ impl Collector {
             interrupted,
             missing: BTreeMap::new(),
             requests: overall.counts(),
-            in_flight_at_end: arrived.saturating_sub(finished),
             throughput: per_s(overall.status[Status::Ok as usize] as f64),
             response_time: overall.latency.percentiles(),
             types: self.requests.types(&cfg.type_names, per_s),
@@ -255,7 +259,7 @@ impl Collector {
             },
             little: Little {
                 mean_in_system: per_s(in_system),
-                arrival_rate: per_s(arrived as f64),
+                arrival_rate: per_s(self.requests.sent_total() as f64),
                 mean_time_in_system: mean(self.rt_sum, finished),
             },
             simulated_until: None,

@@ -22,6 +22,9 @@ pub use config::Config;
 pub struct Progress<'a> {
     /// Share of the duration elapsed.
     pub fraction: f64,
+    /// Requests sent, warm-up included; `sent − finished` are in flight (at the end:
+    /// unfinished, as the trace counts them after the warm-up).
+    pub sent: u64,
     pub finished: u64,
     pub failed: u64,
     /// Per request type, the response times of the requests finished so far, taken
@@ -68,9 +71,13 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
             {
                 latency.clone_from(&c.latency);
             }
+            // Finished before sent: a request finishing in between is not counted
+            // finished and unsent (sent ≥ finished in every report).
+            let finished = sh.finished.load(Relaxed);
             tick(Progress {
                 fraction: (elapsed / duration).min(1.0),
-                finished: sh.finished.load(Relaxed),
+                sent: sh.sent(),
+                finished,
                 failed: sh.failed.load(Relaxed),
                 latency: &latency,
             })
@@ -86,14 +93,14 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
                 break;
             }
         }
-        // Requests still running now are not waited for: they count as in flight.
+        // Requests still running now are not waited for (the run allows no drain): they
+        // count as unfinished.
         let elapsed = sh.t0.elapsed().as_secs_f64().min(duration);
         tasks.abort_all();
         while tasks.join_next().await.is_some() {}
         // A last report with every finished request, as the trace has them.
         report(&mut tick, elapsed);
         // Aborted sessions may still be unwinding: take the collector, not the Arc.
-        let arrived = sh.arrived.load(Relaxed);
         let collector = sh
             .collector
             .lock()
@@ -101,7 +108,7 @@ pub fn run(config_json: &str, mut tick: impl FnMut(Progress) -> bool) -> Result<
             .take()
             .ok_or("the run was collected twice")?;
         let reconnects = sh.reconnects.load(Relaxed);
-        Ok(collector.finish(&sh.cfg, elapsed, arrived, reconnects, interrupted))
+        Ok(collector.finish(&sh.cfg, elapsed, reconnects, interrupted))
     })
 }
 

@@ -36,7 +36,7 @@ fn simulate<'py>(
 
 /// Drive a live HTTP target with the load described by `config_json` (built by
 /// `tierlab.live.loadgen`). Returns the same dict as `simulate`; `progress(fraction,
-/// finished, failed)` is called every 0.1 s, and after it `latency(buckets, sums)`:
+/// finished, failed, sent)` is called every 0.1 s, and after it `latency(buckets, sums)`:
 /// per request type, the response-time histogram so far (counts per bucket of
 /// `latency_bounds()`, not cumulative, +Inf last) and the sum of the response times.
 #[pyfunction]
@@ -59,7 +59,12 @@ fn generate_load<'py>(
                     }
                 });
             }
-            tick(&[p.fraction, p.finished as f64, p.failed as f64])
+            tick(&[
+                p.fraction,
+                p.finished as f64,
+                p.failed as f64,
+                p.sent as f64,
+            ])
         })
     })
 }

@@ -97,8 +97,11 @@ impl Observer {
     }
 
     #[inline]
-    pub(crate) fn request_started(&mut self, now: f64) {
+    pub(crate) fn request_started(&mut self, now: f64, ty: usize) {
         self.in_system.add(now, 1.0);
+        if self.measuring {
+            self.requests.sent(ty); // unfinished until it finishes (summary.requests)
+        }
     }
 
     /// A request finished with `status`; a measured one is counted and recorded.
@@ -182,7 +185,6 @@ impl Observer {
             interrupted,
             missing: BTreeMap::new(),
             requests: overall.counts(),
-            in_flight_at_end: self.in_system.value as u64, // started, not finished
             throughput: per_s(overall.status[Status::Ok as usize] as f64),
             response_time: overall.latency.percentiles(),
             types: self.requests.types(&type_names, per_s),

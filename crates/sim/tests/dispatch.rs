@@ -106,7 +106,7 @@ fn round_robin_on_a_stateful_tier_migrates_and_fetches() {
     assert!(d.session_migrations > 50 && d.sessions_created > 50);
     assert_eq!(
         d.sessions_created + d.session_migrations,
-        n + out.summary.in_flight_at_end,
+        n + out.summary.requests.unfinished,
         "every measured request creates or migrates"
     );
     for (server, time) in r.tiers[0].server.iter().zip(&r.tiers[0].time) {
@@ -233,7 +233,7 @@ fn a_waiting_dispatcher_holds_serves_refuses_and_times_out() {
     assert!(d.rejected_queue_full > 100 && d.rejected_queue_timeout > 100);
     // At most the queue's 5 are still held at the end; the rest of those held were served.
     assert!(d.queued > d.rejected_queue_timeout + 5 + 100, "{d:?}");
-    let arrived = s.requests.ok + s.requests.rejected + s.in_flight_at_end;
+    let arrived = s.requests.sent();
     close(arrived as f64 / s.measured_seconds, 15.0, 0.03);
 }
 

@@ -349,7 +349,7 @@ fn a_full_heap_stops_the_cpus_for_the_pause() {
     let count = |want: f64| times.iter().filter(|t| (*t - want).abs() < 1e-9).count();
     assert_eq!((times.len(), count(0.7), count(0.1)), (407, 81, 326));
     let gc = out.summary.tiers["app"].servers[0].gc.expect("gc summary");
-    assert_eq!((gc.pauses, out.summary.in_flight_at_end), (82, 1));
+    assert_eq!((gc.pauses, out.summary.requests.unfinished), (82, 1));
     assert!((gc.pause_time - 0.6 * 82.0).abs() < 1e-9);
 }
 

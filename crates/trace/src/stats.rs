@@ -70,11 +70,13 @@ impl Latency {
     }
 }
 
-/// One request type's (or all requests') counters.
+/// One request type's (or all requests') counters: those sent after the warm-up, and of
+/// them those finished, by status; the rest are unfinished.
 #[derive(Default)]
 pub struct TypeStats {
     pub latency: Latency,
     pub status: [u64; 4],
+    pub sent: u64,
 }
 
 impl TypeStats {
@@ -89,11 +91,17 @@ impl TypeStats {
 
     pub fn counts(&self) -> StatusCounts {
         let [ok, rejected, timeout, error] = self.status;
+        let finished: u64 = self.status.iter().sum();
+        debug_assert!(
+            finished <= self.sent,
+            "a request finished that was never sent"
+        );
         StatusCounts {
             ok,
             rejected,
             timeout,
             error,
+            unfinished: self.sent.saturating_sub(finished),
         }
     }
 
@@ -107,13 +115,16 @@ impl TypeStats {
     }
 }
 
-/// Each type's counters, and all requests' status counts and response-time sum. The
+/// Each type's counters, and all requests' status counts and response-time sum. A
+/// producer calls `sent` when a measured request starts and `record` when it ends, so
+/// what was sent and never recorded is counted as unfinished. The
 /// histogram of all requests is the sum of the types' (built on demand, `overall`):
 /// the same counts as recording each value twice, at half the cost per request. The
 /// sum is kept in record order so that the mean does not depend on the types' split.
 pub struct RequestStats {
     pub per_type: Vec<TypeStats>,
     status: [u64; 4],
+    sent: u64,
     sum: f64,
 }
 
@@ -122,8 +133,21 @@ impl RequestStats {
         RequestStats {
             per_type: (0..types).map(|_| TypeStats::default()).collect(),
             status: [0; 4],
+            sent: 0,
             sum: 0.0,
         }
+    }
+
+    /// A request of type `ty` was sent (arrived) after the warm-up.
+    #[inline]
+    pub fn sent(&mut self, ty: usize) {
+        self.sent += 1;
+        self.per_type[ty].sent += 1;
+    }
+
+    /// Requests sent after the warm-up, finished or not.
+    pub fn sent_total(&self) -> u64 {
+        self.sent
     }
 
     #[inline]
@@ -144,6 +168,7 @@ impl RequestStats {
     pub fn overall(&self) -> TypeStats {
         let mut all = TypeStats {
             status: self.status,
+            sent: self.sent,
             ..TypeStats::default()
         };
         for t in &self.per_type {
@@ -169,7 +194,27 @@ impl RequestStats {
 
 #[cfg(test)]
 mod tests {
-    use super::round_to_u64;
+    use super::{round_to_u64, RequestStats};
+    use crate::records::Status;
+
+    #[test]
+    fn what_was_sent_and_not_recorded_is_unfinished_overall_and_per_type() {
+        let mut s = RequestStats::new(2);
+        for ty in [0, 0, 0, 1, 1] {
+            s.sent(ty);
+        }
+        s.record(0, Status::Ok, 0.1);
+        s.record(0, Status::Rejected, 0.2);
+        s.record(1, Status::Timeout, 3.0);
+        let all = s.overall().counts();
+        assert_eq!(
+            (all.ok, all.rejected, all.timeout, all.unfinished),
+            (1, 1, 1, 2)
+        );
+        assert_eq!(all.sent(), 5);
+        let per: Vec<u64> = s.per_type.iter().map(|t| t.counts().unfinished).collect();
+        assert_eq!(per, [1, 1]);
+    }
 
     #[test]
     fn rounds_as_round_then_cast_does() {

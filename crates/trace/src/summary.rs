@@ -9,8 +9,10 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-/// Version of the trace schema (summary, series and records).
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version of the trace schema (summary, series and records). 4: requests left
+/// unfinished at the end are an outcome of their own (`StatusCounts::unfinished`),
+/// where 3 had one count beside the outcomes (`in_flight_at_end`) that no verdict read.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The summary of one run, simulated or live.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -33,7 +35,6 @@ pub struct Summary {
     pub missing: BTreeMap<String, String>,
     /// Requests that arrived after the warm-up, by outcome.
     pub requests: StatusCounts,
-    pub in_flight_at_end: u64,
     /// `ok` requests per measured second.
     pub throughput: f64,
     /// Of the `ok` requests; null when none completed.
@@ -58,13 +59,25 @@ pub struct Summary {
     pub reconnects: Option<u64>,
 }
 
-/// Request counts by outcome (`trace::STATUS_NAMES`).
+/// Request counts by outcome: the finished ones by status (`trace::STATUS_NAMES`), and
+/// those sent and not answered by the end of the run. Every request sent after the
+/// warm-up is in exactly one count.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct StatusCounts {
     pub ok: u64,
     pub rejected: u64,
     pub timeout: u64,
     pub error: u64,
+    /// Sent (arrived) after the warm-up, still in the system when the run ended: no
+    /// record, no response time — a backlog a verdict must see (docs/trace.md).
+    pub unfinished: u64,
+}
+
+impl StatusCounts {
+    /// Every request sent after the warm-up: ok + rejected + timeout + error + unfinished.
+    pub fn sent(&self) -> u64 {
+        self.ok + self.rejected + self.timeout + self.error + self.unfinished
+    }
 }
 
 /// A response-time distribution, seconds: exact mean, HdrHistogram quantiles.

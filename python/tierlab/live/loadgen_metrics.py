@@ -35,11 +35,11 @@ class _Progress:
         buckets = [[0] * len(self.bounds) for _ in self.types]
         sums = [0.0] * len(self.types)
         self._latency = (buckets, sums)  # of the report being handed over
-        # (fraction, finished, failed, buckets, sums) of the last whole report
-        self.snapshot: tuple[float, float, float, list[list[int]], list[float]] = (0.0, 0.0, 0.0, buckets, sums)
+        # (fraction, finished, failed, sent, buckets, sums) of the last whole report
+        self.snapshot: tuple[float, float, float, float, list[list[int]], list[float]] = (0.0, 0.0, 0.0, 0.0, buckets, sums)
 
-    def __call__(self, fraction: float, finished: float = 0, failed: float = 0) -> None:
-        self.snapshot = (fraction, finished, failed, *self._latency)
+    def __call__(self, fraction: float, finished: float, failed: float, sent: float) -> None:
+        self.snapshot = (fraction, finished, failed, sent, *self._latency)
 
     def latency(self, buckets: list[list[int]], sums: list[float]) -> None:
         self._latency = (buckets, sums)
@@ -48,9 +48,15 @@ class _Progress:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        fraction, finished, failed, buckets, sums = self.snapshot
+        fraction, finished, failed, sent, buckets, sums = self.snapshot
+        yield CounterMetricFamily("tierlab_loadgen_requests_sent", "Requests the load generator sent, warm-up included.", value=sent)
         yield CounterMetricFamily("tierlab_loadgen_requests_finished", "Requests the load generator finished, warm-up included.", value=finished)
         yield CounterMetricFamily("tierlab_loadgen_requests_failed", "Finished requests that failed (any status but ok).", value=failed)
+        yield GaugeMetricFamily(
+            "tierlab_loadgen_requests_in_flight",
+            "Requests sent and not yet answered (sent - finished); at the end of the run, those left unfinished.",
+            value=sent - finished,
+        )
         yield GaugeMetricFamily("tierlab_loadgen_run_fraction", "Share of the run's duration elapsed.", value=fraction)
         histogram = HistogramMetricFamily(
             "tierlab_loadgen_response_time_seconds",
@@ -63,22 +69,27 @@ class _Progress:
 
 
 @contextmanager
-def serving(port: int | None, progress: Callable[..., None] | None, types: Sequence[str]) -> Iterator[tuple[Callable[..., None] | None, Latency | None]]:
-    """The progress and latency callbacks to hand the generator: `progress`, and with a
-    port, the metrics of the request `types` on http://127.0.0.1:PORT/metrics as well,
+def serving(port: int | None, progress: Callable[..., None] | None, types: Sequence[str]) -> Iterator[tuple[Callable[..., None], Latency | None]]:
+    """The progress and latency callbacks to hand the generator, whose reports are
+    (fraction, finished, failed, sent): `progress(fraction, finished, failed)`, and with
+    a port, the metrics of the request `types` on http://127.0.0.1:PORT/metrics as well,
     for as long as the block runs."""
+
+    def report(fraction: float, finished: float, failed: float, sent: float) -> None:
+        if progress is not None:
+            progress(fraction, finished, failed)
+
     if port is None:
-        yield progress, None
+        yield report, None
         return
     latest = _Progress(types)
     registry = CollectorRegistry(auto_describe=True)
     registry.register(latest)
     server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
 
-    def tick(*values: float) -> None:
-        latest(*values)
-        if progress is not None:
-            progress(*values)
+    def tick(fraction: float, finished: float, failed: float, sent: float) -> None:
+        latest(fraction, finished, failed, sent)
+        report(fraction, finished, failed, sent)
 
     try:
         yield tick, latest.latency

@@ -29,7 +29,7 @@ from ..analysis.fluctuations import bimodality, retransmissions_per_minute
 from ..errors import InputError
 from ..experiments.ramp import ramp_of_traces
 from ..trace import Trace, window_of
-from ..trace.schema import PHASES, STATUSES, figures
+from ..trace.schema import OUTCOMES, PHASES, figures
 
 FINE, COARSE = 0.1, 10.0
 HEADLINE_PERCENTILES = ("p50", "p90", "p99", "p99.9")
@@ -172,7 +172,7 @@ def _types(trace: Trace) -> Section | None:
         rows.append(
             {
                 "type": name,
-                **{k: dict(t["requests"])[k] for k in STATUSES},
+                **{k: dict(t["requests"])[k] for k in OUTCOMES},
                 "req/s": t["throughput"],
                 **{f"{p} (ms)": _ms(rt.get(p)) for p in ("mean", "p50", "p90", "p99", "p99.9")},
             }

@@ -48,17 +48,19 @@ def print_summary(trace: Trace, out: Console) -> None:
     out.print(
         f"[bold]{s['model']}[/] ({s['source']}): {s['measured_seconds']:.0f} s measured, throughput [bold]{s['throughput']:.2f}[/] req/s, "
         f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
-        f"timeout {req['timeout']}, error {req['error']}, in flight at end {s['in_flight_at_end']}"
+        f"timeout {req['timeout']}, error {req['error']}, unfinished {req['unfinished']}"
     )
     errors = {k: v for k, v in (s["errors"] or {}).items() if v}
     if errors:
         out.print("[yellow]failed requests by kind:[/] " + ", ".join(f"{k} {v}" for k, v in errors.items()))
     t = Table(title="response time (ms)", title_justify="left")
-    for c in ["type", "ok", "rejected", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
+    for c in ["type", "ok", "rejected", "unfinished", "req/s", "mean", "p50", "p90", "p95", "p99", "p99.9"]:
         t.add_column(c, justify="left" if c == "type" else "right", overflow="fold")
     rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], figures(v["response_time"])) for n, v in s["types"].items()]
     for name, r, x, q in rows:
-        t.add_row(name, str(r["ok"]), str(r["rejected"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
+        t.add_row(
+            name, str(r["ok"]), str(r["rejected"]), str(r["unfinished"]), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"])
+        )
     out.print(t)
     u = Table(title="resources (measured period)", title_justify="left")
     for c in ["tier", "server", "resource", "utilization / mean busy", "max busy", "pinned", "mean queued", "waited", "rejected"]:

@@ -13,7 +13,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic validates these
 
 from ..errors import TraceError, field_path
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # The per-tier phase columns `<tier>.<phase>` of requests.parquet, in schema order
 # (Totok & Karamcheti's w^THR, p, w^DB, q active and idle, and the rest).
 PHASES = ["wait_thread", "before_db", "wait_db", "with_db_active", "with_db_idle", "other"]
@@ -22,7 +22,10 @@ PHASES = ["wait_thread", "before_db", "wait_db", "with_db_active", "with_db_idle
 # connections, and wall and CPU time in database statements (simulated: calls to the next
 # tier). With `<tier>.db_queries` (statements run), they are the digital twin's inputs.
 DEMANDS = ["cpu_time", "pool_cpu_time", "db_time", "db_cpu_time"]
+# A finished request's status (requests.parquet), and the outcomes the summary counts:
+# those, and `unfinished` (sent after the warm-up, not answered by the end of the run).
 STATUSES = ["ok", "rejected", "timeout", "error"]
+OUTCOMES = [*STATUSES, "unfinished"]
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
 STATEMENT_COLUMNS = ["query", "calls", "total_time", "rows"]
 TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
@@ -33,10 +36,13 @@ _STRICT = ConfigDict(extra="forbid")
 
 @with_config(_STRICT)
 class StatusCounts(TypedDict):
+    """Every request sent after the warm-up is in exactly one count (`sent`)."""
+
     ok: int
     rejected: int
     timeout: int
     error: int
+    unfinished: int
 
 
 # A functional TypedDict: "p99.9" is not an identifier.
@@ -157,7 +163,6 @@ class Summary(TypedDict):
     interrupted: bool
     missing: dict[str, str]
     requests: StatusCounts
-    in_flight_at_end: int
     throughput: float
     response_time: Percentiles | None
     types: dict[str, TypeSummary]
@@ -184,10 +189,38 @@ def figures(p: Percentiles | None) -> dict[str, float]:
     return cast(dict[str, float], dict(p)) if p is not None else {}
 
 
+def sent(counts: StatusCounts) -> int:
+    """Requests sent after the warm-up: ok + rejected + timeout + error + unfinished."""
+    return counts["ok"] + counts["rejected"] + counts["timeout"] + counts["error"] + counts["unfinished"]
+
+
+# Schema 3 counted the requests running at the end once, beside the outcomes
+# (`in_flight_at_end`), over all types, and the simulator's count included requests
+# sent during the warm-up.
+_V3_UNFINISHED = "types.*.requests.unfinished"
+_V3_WHY = "a schema-3 trace counts the requests unfinished at its end over all types only (requests.unfinished, then in_flight_at_end)"
+
+
+def _from_v3(data: Any) -> None:
+    """A schema-3 summary in this schema's terms, in place: its `in_flight_at_end` is
+    `requests.unfinished`; each type's is unknown (0, and `missing` says so)."""
+    if not (isinstance(data, dict) and data.get("schema_version") == 3 and isinstance(data.get("requests"), dict)):
+        return
+    data["requests"]["unfinished"] = data.pop("in_flight_at_end", 0)
+    for t in data.get("types", {}).values() if isinstance(data.get("types"), dict) else ():
+        if isinstance(t, dict) and isinstance(t.get("requests"), dict):
+            t["requests"].setdefault("unfinished", 0)
+    if isinstance(data.get("missing"), dict) and data["requests"]["unfinished"]:
+        data["missing"].setdefault(_V3_UNFINISHED, _V3_WHY)
+    data["schema_version"] = SCHEMA_VERSION
+
+
 def check_summary(data: Any, where: str = "summary.json") -> Summary:
     """`data` if it is a summary of this schema; else a TraceError naming the first
     wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN, infinite and
-    negative figures are wrong too: every figure of a summary is a measurement."""
+    negative figures are wrong too: every figure of a summary is a measurement. A
+    schema-3 summary is read in this schema's terms (changed in place)."""
+    _from_v3(data)
     try:
         _SUMMARY.validate_python(data, strict=False)
     except ValidationError as e:

@@ -331,7 +331,7 @@ impl Sim {
         r.ticket = 0;
         r.retrying = false;
         r.retransmissions = 0;
-        self.obs.request_started(self.now);
+        self.obs.request_started(self.now, ty);
         let entry = self.m.workload.entry_tier;
         if self.dispatch(slot, entry) {
             self.advance(slot);

@@ -16,13 +16,14 @@ from ...errors import InputError
 from ..columns import Columns
 from ..core import timeseries_columns
 from ..folder import Trace
-from ..schema import SCHEMA_VERSION, STATUSES, Summary, check_summary
+from ..schema import OUTCOMES, SCHEMA_VERSION, STATUSES, Summary, check_summary
 
 # The load generator's failure kinds (summary `errors`).
 FAILURES = ("connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx")
 PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p98": 98, "p99": 99, "p99.9": 99.9}
 SERVER_SIDE = "a load tool measures the client only: no tiers, pools, stations or phases"
 NO_SESSIONS = "the tool does not record sessions (all requests carry session 0)"
+NO_UNFINISHED = "the tool records the requests that finished: any it left running at its end are not counted (requests.unfinished 0)"
 
 
 def failure(code: str, message: str = "") -> tuple[str, str]:
@@ -84,9 +85,8 @@ def summary(tool: str, results: str | Path, window: float, f: Figures) -> Summar
         "warmup": f.warmup,
         "measured_seconds": measured,
         "interrupted": False,
-        "missing": {"tiers": SERVER_SIDE, "sessions": NO_SESSIONS, **f.missing},
-        "requests": {k: int(f.counts.get(k, 0)) for k in STATUSES},
-        "in_flight_at_end": 0,
+        "missing": {"tiers": SERVER_SIDE, "sessions": NO_SESSIONS, "requests.unfinished": NO_UNFINISHED, **f.missing},
+        "requests": {k: int(f.counts.get(k, 0)) for k in OUTCOMES},
         "throughput": f.counts.get("ok", 0) / measured,
         "response_time": f.response_time,
         "types": f.types,
@@ -110,7 +110,7 @@ def summary(tool: str, results: str | Path, window: float, f: Figures) -> Summar
 
 
 def type_figures(counts: dict[str, int], response_time: dict[str, float] | None, measured: float) -> dict:
-    return {"requests": {k: int(counts.get(k, 0)) for k in STATUSES}, "throughput": counts.get("ok", 0) / measured, "response_time": response_time}
+    return {"requests": {k: int(counts.get(k, 0)) for k in OUTCOMES}, "throughput": counts.get("ok", 0) / measured, "response_time": response_time}
 
 
 def client_series(window_start: np.ndarray, columns: dict[str, np.ndarray]) -> Columns:
