@@ -15,6 +15,7 @@ from hdrh.histogram import HdrHistogram
 from ...errors import InputError
 from ..folder import Trace
 from .client import PERCENTILES, Figures, from_windows, type_figures
+from .timeline import check_span
 
 UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 UNTAGGED = "request"
@@ -28,16 +29,18 @@ def read(path: str | Path, unit: str = "us", warmup: float = 0.0) -> Trace:
     intervals = _intervals(path)
     if not intervals:
         raise InputError(f"{path}: no interval histograms (lines `start,length,max,HISTFAA…`)")
-    t0 = min(start for start, _, _, _ in intervals)
-    window = float(np.median([length for _, length, _, _ in intervals]))
+    starts, lengths, lines = (np.array([iv[k] for iv in intervals], float) for k in (0, 1, 4))
+    t0 = float(starts.min())
+    window = float(np.median(lengths))
     if window <= 0:
         raise InputError(f"{path}: the intervals have no length")
-    duration = max(start + length for start, length, _, _ in intervals) - t0
+    check_span(path, window, starts, starts + lengths, lines, "interval", option=False)
+    duration = float((starts + lengths).max()) - t0
     # Sums of histograms need room for any interval's values.
-    top = max(h.highest_trackable_value for _, _, _, h in intervals)
+    top = max(iv[3].highest_trackable_value for iv in intervals)
     by_window: dict[int, list[HdrHistogram]] = {}
     by_tag: dict[str, HdrHistogram] = {}
-    for start, _, tag, h in intervals:
+    for start, _, tag, h, _ in intervals:
         if start - t0 >= warmup:
             merged = by_tag.setdefault(tag, HdrHistogram(1, top, 3))
             merged.add(h)
@@ -74,8 +77,8 @@ def _figures(h: HdrHistogram, scale: float) -> dict[str, float] | None:
     return {"mean": h.get_mean_value() * scale, **{k: h.get_value_at_percentile(q) * scale for k, q in PERCENTILES.items()}, "max": h.get_max_value() * scale}
 
 
-def _intervals(path: Path) -> list[tuple[float, float, str, HdrHistogram]]:
-    """(start, length, tag, histogram) of every interval line."""
+def _intervals(path: Path) -> list[tuple[float, float, str, HdrHistogram, int]]:
+    """(start, length, tag, histogram, line number) of every interval line."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as e:
@@ -101,7 +104,7 @@ def _intervals(path: Path) -> list[tuple[float, float, str, HdrHistogram]]:
             h = HdrHistogram.decode(fields[3].encode())
         except Exception as e:  # noqa: BLE001 — the decoder raises several kinds for a damaged payload
             raise InputError(f"{path} line {number}: the histogram does not decode ({type(e).__name__}: {e})") from None
-        if h is None or not start >= 0 or not length >= 0:
-            raise InputError(f"{path} line {number}: not a valid interval histogram")
-        out.append((start, length, tag, h))
+        if h is None or not 0 <= start < float("inf") or not 0 <= length < float("inf"):
+            raise InputError(f"{path} line {number}: not a valid interval histogram (start and length finite seconds, not negative)")
+        out.append((start, length, tag, h, number))
     return out

@@ -15,6 +15,7 @@ import pandas as pd
 from ...errors import InputError
 from ..folder import Trace
 from .client import failure, from_records
+from .timeline import MAX_COUNT, check_span
 
 # JMeter's CSV header names and the XML attributes that hold the same field.
 FIELDS = {"timeStamp": "ts", "elapsed": "t", "label": "lb", "responseCode": "rc", "responseMessage": "rm", "success": "s", "bytes": "by"}
@@ -31,7 +32,9 @@ def read(path: str | Path, window: float = 0.1, warmup: float = 0.0) -> Trace:
     records = [_record(path, line, row) for line, row in rows]
     if not records:
         raise InputError(f"{path}: no samples in the file")
-    return from_records(pd.DataFrame(records), "jmeter", path, window, warmup)
+    r = pd.DataFrame(records)
+    check_span(path, window, r.start, r.start + r.response_time, r.line)
+    return from_records(r, "jmeter", path, window, warmup)
 
 
 def _csv_rows(path: Path) -> list[tuple[int, dict]]:
@@ -84,13 +87,15 @@ def _xml_rows(path: Path) -> list[tuple[int, dict]]:
 
 
 def _record(path: Path, line: int, row: dict) -> dict:
-    def number(key: str, name: str) -> float:
+    def number(key: str, name: str, top: float = float("inf")) -> float:
         try:
             value = float(row[key])
         except (KeyError, TypeError, ValueError):
             raise InputError(f"{path} line {line}: {name} = {row.get(key)!r}; it must be a number (JMeter writes milliseconds)") from None
-        if not value >= 0:
-            raise InputError(f"{path} line {line}: {name} = {row[key]!r}; it must not be negative")
+        if not 0 <= value < top:
+            raise InputError(
+                f"{path} line {line}: {name} = {row[key]!r}; it must be a finite number, not negative" + (f", below {top:.3g}" if top < float("inf") else "")
+            )
         return value
 
     start, elapsed = number("ts", "timeStamp"), number("t", "elapsed")
@@ -100,5 +105,5 @@ def _record(path: Path, line: int, row: dict) -> dict:
     if ok not in ("true", "false"):
         raise InputError(f"{path} line {line}: success = {row.get('s')!r}; it must be true or false")
     status, kind = ("ok", None) if ok == "true" else failure(str(row.get("rc", "")), str(row.get("rm", "")))
-    size = number("by", "bytes") if row.get("by") not in (None, "") else 0
-    return {"start": start / 1000, "response_time": elapsed / 1000, "type": row["lb"], "status": status, "failure": kind, "bytes": int(size)}
+    size = number("by", "bytes", MAX_COUNT) if row.get("by") not in (None, "") else 0
+    return {"start": start / 1000, "response_time": elapsed / 1000, "type": row["lb"], "status": status, "failure": kind, "bytes": int(size), "line": line}

@@ -19,6 +19,7 @@ import pandas as pd
 from ...errors import InputError
 from ..folder import Trace
 from .client import failure, from_records
+from .timeline import check_span
 
 # k6's error codes for a request without a response (docs: k6 error codes): 1050 is
 # its request time-out, 1200–1299 and 1000–1099 are network and DNS failures.
@@ -41,7 +42,9 @@ def read(path: str | Path, window: float = 0.1, warmup: float = 0.0) -> Trace:
         raise InputError(f"cannot read {path}: {e}") from None
     if not records:
         raise InputError(f"{path}: no http_req_duration points; write the results with `k6 run --out json={path.name} SCRIPT`")
-    return from_records(pd.DataFrame(records), "k6", path, window, warmup, {"bytes": "k6 counts data received per iteration, not per request"})
+    r = pd.DataFrame(records)
+    check_span(path, window, r.start, r.start + r.response_time, r.line)
+    return from_records(r, "k6", path, window, warmup, {"bytes": "k6 counts data received per iteration, not per request"})
 
 
 def _record(path: Path, line: int, text: str) -> dict | None:
@@ -60,8 +63,12 @@ def _record(path: Path, line: int, text: str) -> dict | None:
         end = pd.Timestamp(data["time"])
     except (AttributeError, KeyError, TypeError, ValueError) as e:
         raise InputError(f"{path} line {line}: an http_req_duration point needs data.time (RFC 3339) and data.value (ms): {e}") from None
-    if not ms >= 0:
-        raise InputError(f"{path} line {line}: data.value = {ms}; a duration cannot be negative")
+    if not isinstance(tags, dict):
+        raise InputError(f"{path} line {line}: data.tags is a {type(tags).__name__}; k6 writes a mapping of tag names to values")
+    if not 0 <= ms < float("inf"):
+        raise InputError(f"{path} line {line}: data.value = {ms}; a duration is a finite number of milliseconds, not negative")
+    if pd.isna(end):
+        raise InputError(f"{path} line {line}: data.time = {data['time']!r} is no time (RFC 3339)")
     code = str(tags.get("status", ""))
     good = tags.get("expected_response", "true") == "true" and code != "0"
     if good:
@@ -78,4 +85,5 @@ def _record(path: Path, line: int, text: str) -> dict | None:
         "status": status,
         "failure": kind,
         "bytes": 0,
+        "line": line,
     }

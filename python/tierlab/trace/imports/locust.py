@@ -20,6 +20,7 @@ import pandas as pd
 from ...errors import InputError
 from ..folder import Trace
 from .client import Figures, failure, from_windows, type_figures
+from .timeline import MAX_COUNT, check_span
 
 # Locust's percentile columns for the summary's.
 COLUMNS = {"p50": "50%", "p90": "90%", "p95": "95%", "p98": "98%", "p99": "99%", "p99.9": "99.9%", "max": "100%"}
@@ -100,10 +101,10 @@ def _table(path: Path, numeric: tuple[str, ...], text: tuple[str, ...] = ("Name"
             continue
         raw = df[c].replace("N/A", "0")
         values = pd.to_numeric(raw, errors="coerce")
-        bad = values.isna() | ~np.isfinite(values) | (values < 0)
+        bad = values.isna() | ~np.isfinite(values) | (values < 0) | (values >= MAX_COUNT)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError(f"{path} line {i + 2}: {c} = {df[c].iloc[i]!r}; it must be a non-negative number")
+            raise InputError(f"{path} line {i + 2}: {c} = {df[c].iloc[i]!r}; it must be a non-negative number below {MAX_COUNT:.3g}")
         df[c] = values.astype(float)
     return df
 
@@ -132,7 +133,11 @@ def _history(path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Per-second completions, failures and mean response time from the running
     totals of the Aggregated lines (the last line of each second)."""
     df = _table(path, HISTORY[2:] + ("Timestamp",))
-    agg = df[df.Name == AGGREGATED].groupby("Timestamp").last().sort_index()
+    lines = df[df.Name == AGGREGATED]
+    if len(lines):
+        stamps = lines["Timestamp"].to_numpy(float)
+        check_span(path, 1.0, stamps, stamps + 1, lines.index.to_numpy() + 2, "history line", option=False)
+    agg = lines.groupby("Timestamp").last().sort_index()
     if agg.empty:
         return np.zeros(0), {"completions": np.zeros(0), "errors": np.zeros(0), "response_time": np.zeros(0)}
     t = agg.index.to_numpy(float)
