@@ -22,6 +22,12 @@ from ..errors import InputError
 from .tables import positive_numbers, read_csv
 
 COLUMNS = ("concurrency", "throughput")
+MAX_CONCURRENCY = 1e9
+MAX_THROUGHPUT = 1e12  # per second
+NEGLIGIBLE = 1e-6
+"""σ(N − 1) or κN(N − 1) below this at every N measured is 0, the fit's bound: it moves
+no fitted throughput by a millionth, far below what a measurement resolves, and the
+solver stops within ~1e-8 of a parameter (its `xtol`), not on it."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +70,12 @@ def fit(concurrency, measured, level: float = 0.95) -> Usl:
         raise InputError(f"the USL has 3 parameters: it needs throughput at 4 or more distinct concurrencies (got {len(np.unique(n))})")
     if (n <= 0).any() or (x < 0).any():
         raise InputError("concurrency must be positive and throughput non-negative")
+    # Beyond these the model's N(N − 1) and λ₁N overflow, and no measurement is that
+    # large: 1e308 ended in scipy's "Residuals are not finite".
+    for name, v, top in (("concurrency", n, MAX_CONCURRENCY), ("throughput", x, MAX_THROUGHPUT)):
+        if v.max() > top:
+            i = int(np.argmax(v))
+            raise InputError(f"{name} = {v[i]:.6g} (point {i + 1}: concurrency {n[i]:g}) is beyond {top:g}; no measurement is that large")
     # λ₁ starts from the best throughput per unit of concurrency at the lowest load.
     start = [0.05, 1e-4, float(np.max(x[n == n.min()]) / n.min()) or 1.0]
     res = optimize.least_squares(
@@ -73,6 +85,11 @@ def fit(concurrency, measured, level: float = 0.95) -> Usl:
         x_scale="jac",
     )
     sigma, kappa, lambda1 = (float(v) for v in res.x)
+    # A parameter the solver leaves a rounding error above its bound (σ = 5.9e-18) is at
+    # the bound (NEGLIGIBLE).
+    top = float(n.max())
+    sigma = 0.0 if sigma * (top - 1) < NEGLIGIBLE else sigma
+    kappa = 0.0 if kappa * top * (top - 1) < NEGLIGIBLE else kappa
     dof = len(n) - 3
     s2 = float(res.fun @ res.fun) / dof if dof > 0 else float("nan")
     cov = np.linalg.pinv(res.jac.T @ res.jac) * s2

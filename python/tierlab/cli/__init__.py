@@ -32,7 +32,20 @@ COMMANDS = {
 }
 
 
-class LazyGroup(click.Group):
+class WholeHelp(click.Group):
+    """A group whose list of commands gives each one's first sentence whole: click cuts
+    it to what fits beside the names on one line ("Black-box capacity: a load ramp
+    and the knee of its p90..."); the list wraps it instead."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        commands = ((name, self.get_command(ctx, name)) for name in self.list_commands(ctx))
+        rows = [(name, c.get_short_help_str(limit=10_000)) for name, c in commands if c is not None and not c.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class LazyGroup(WholeHelp):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

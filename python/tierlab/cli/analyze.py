@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 import click
 
+from . import WholeHelp
 from .common import MACHINE_OUTPUT, about, floats, for_machines, for_people, out
 
 
-@click.group("analyze")
+@click.group("analyze", cls=WholeHelp)
 def analyze() -> None:
     """Analyses of a trace (simulated or live)."""
 
@@ -44,6 +46,7 @@ def analyze_bottleneck(trace_dir, json_out, csv_out) -> None:
     """White-box: every resource's utilization or occupancy, and the bottleneck (the
     CSV: the resources)."""
     from ..analysis.bottleneck import bottleneck, breakdown, resources
+    from ..report.summary import frame_table
     from ..trace import read_trace
 
     with about(trace_dir):
@@ -53,10 +56,10 @@ def analyze_bottleneck(trace_dir, json_out, csv_out) -> None:
         if table.empty:
             out.print("the trace reports no stations or pools (a client-only trace measures none): no resource to rank", style="yellow")
         else:
-            out.print(table.round(3).to_string(index=False), markup=False, soft_wrap=True)
+            out.print(frame_table("resources", table))
         if not times.empty:
-            out.print("\nmean seconds per tier (ok requests; a tier's time includes the tiers it called)")
-            out.print(times.round(4).to_string(index=False), markup=False, soft_wrap=True)
+            ms = times.assign(**{c: 1000 * times[c] for c in times.columns if c != "tier"})
+            out.print(frame_table("mean ms per ok request and tier (a tier's time includes the tiers it called)", ms))
         if b is not None:
             state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
             out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
@@ -94,8 +97,10 @@ def analyze_fluctuations(trace_dir, json_out, csv_out, plot) -> None:
 def _print_fluctuations(f: dict) -> None:
     import pandas as pd
 
+    from ..report.summary import frame_table
+
     if f["tiers"]:
-        out.print(pd.DataFrame(f["tiers"]).round(3).to_string(index=False), markup=False, soft_wrap=True)
+        out.print(frame_table("per tier", pd.DataFrame(f["tiers"])))
     else:
         out.print("no tiers in this trace (a client-only trace, e.g. from `tierlab load`): no per-tier rates; the client's figures follow", style="yellow")
     if f["mean"] is not None:
@@ -120,7 +125,6 @@ def analyze_ramp(trace_dirs, loads, json_out, csv_out) -> None:
     live), one step per trace (the CSV: one row per run)."""
     from ..experiments.ramp import ramp_of_traces
     from ..trace import read_trace
-    from .usl import describe
 
     traces = []
     for d in trace_dirs:
@@ -128,11 +132,23 @@ def analyze_ramp(trace_dirs, loads, json_out, csv_out) -> None:
             traces.append(read_trace(d))
     table, knee, usl = ramp_of_traces(traces, floats(loads) if loads else None)
     if for_people(json_out, csv_out):
-        out.print(table.to_string(index=False), markup=False, soft_wrap=True)
-        out.print(
-            f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]" if knee.load is not None else "no knee over these runs",
-            markup=False,
-        )
-        if usl is not None:
-            out.print(describe(usl), markup=False)
+        print_ramp(table, knee, usl, "no knee over these runs")
     for_machines(json_out, csv_out, lambda: {"knee": asdict(knee), "usl": usl and usl.as_json(), "steps": table.to_dict(orient="records")}, lambda: table)
+
+
+def print_ramp(table: Any, knee: Any, usl: Any, no_knee: str) -> None:
+    """A ramp's steps (times in ms, retransmitted as a share), its knee — or `no_knee`
+    — and its USL; `tierlab ramp` and `analyze ramp` alike."""
+    from ..report.numbers import figure
+    from ..report.summary import frame_table
+    from .usl import describe
+
+    steps = table.assign(p90=1000 * table["p90"], mean=1000 * table["mean"], retransmitted=100 * table["retransmitted"])
+    steps = steps.rename(columns={"throughput": "req/s", "p90": "p90 (ms)", "mean": "mean (ms)", "retransmitted": "retransmitted (%)"})
+    out.print(frame_table(f"ramp (saturated: from load {knee.saturation:g}, the first within 2% of the highest throughput)", steps))
+    if knee.load is None:
+        out.print(no_knee, style="yellow", markup=False)
+    else:
+        out.print(f"knee (capacity): load = {figure(knee.load)}, p90 = {figure(1000 * knee.value)} ms  [{knee.method}]", markup=False)
+    if usl is not None:
+        out.print(describe(usl), markup=False)

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from . import WholeHelp
 from .common import FORCE, about, err, options, out
 
 OUT = options(
@@ -19,7 +20,7 @@ OUT = options(
 WINDOW = click.option("--window", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True, help="Seconds per window of the client series.")
 
 
-@click.group("import")
+@click.group("import", cls=WholeHelp)
 def import_cmd() -> None:
     """Results of another load tool as a trace: every analysis and `tierlab report` read it."""
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from . import WholeHelp
 from .common import changed, err, execute, options, run_length, with_run_length
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 
@@ -47,7 +48,7 @@ WORKDIR = click.option(
 )
 
 
-@click.group("live")
+@click.group("live", cls=WholeHelp)
 def live() -> None:
     """The live testbed: the TPC-W bookstore behind tierlab's middleware, on a real database."""
 

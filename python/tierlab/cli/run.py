@@ -65,7 +65,7 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     one row per load)."""
     from ..experiments.ramp import ramp, retransmission_threshold, scalability
     from ..report.plots import ramp_plot
-    from .usl import describe
+    from .analyze import print_ramp
 
     table, knee = ramp(
         with_run_length(model, duration, warmup), floats(loads) if loads else None, seeds=ints(seeds), workers=workers, scheduler=scheduler, start=start
@@ -74,18 +74,11 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     usl = scalability(model, table)
     result = {"knee": asdict(knee), "usl": usl and usl.as_json(), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
     if for_people(json_out, csv_out):
-        out.print(table.to_string(index=False), markup=False, soft_wrap=True)
-        if knee.load is None:
-            out.print(
-                f"no knee: the p90 curve does not turn from flat to steep over these loads [{knee.method}]; extend them, ramp in finer steps "
-                "or longer runs (or leave --loads out to search for the range)",
-                style="yellow",
-                markup=False,
-            )
-        else:
-            out.print(f"knee (capacity): load = {knee.load:g}, p90 = {knee.value:.4g} s  [{knee.method}]", markup=False)
-        if usl is not None:
-            out.print(describe(usl), markup=False)
+        no_knee = (
+            f"no knee: the p90 curve does not turn from flat to steep over these loads [{knee.method}]; extend them, ramp in finer steps "
+            "or longer runs (or leave --loads out to search for the range)"
+        )
+        print_ramp(table, knee, usl, no_knee)
         if threshold is not None:
             out.print(f"more than 1% of requests retransmitted from load {threshold:g} on")
     for_machines(json_out, csv_out, lambda: result, lambda: table)

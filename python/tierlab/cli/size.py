@@ -8,10 +8,11 @@ from pathlib import Path
 import click
 
 from ..errors import InputError
+from . import WholeHelp
 from .common import MACHINE_OUTPUT, about, err, for_machines, for_people, ints, options, out, run_length, with_run_length, write_json
 
 
-@click.group("size")
+@click.group("size", cls=WholeHelp)
 def size() -> None:
     """Size thread and connection pools (Totok & Karamcheti)."""
 
@@ -222,7 +223,7 @@ def run_validate(model, configs, start, step, runs, tier, json_out, csv_out, **w
     for_machines(json_out, csv_out, lambda: {"result": result.to_dict(orient="records"), "trials": trials.to_dict(orient="records")}, lambda: result)
 
 
-@click.group("cost")
+@click.group("cost", cls=WholeHelp)
 def cost() -> None:
     """The contention cost model C = a·x + b·x/y + c·y (Chen & Gorton)."""
 

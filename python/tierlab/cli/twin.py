@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
+from . import WholeHelp
 from .common import about, changed, err, floats, ints, out, run_length
 
 
-@click.group()
+@click.group(cls=WholeHelp)
 def twin() -> None:
     """The digital twin: a model calibrated from live traces."""
 

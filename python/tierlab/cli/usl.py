@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
+from . import WholeHelp
 from .common import about, out, write_json
 
 
-@click.group()
+@click.group(cls=WholeHelp)
 def usl() -> None:
     """Universal Scalability Law (Gunther): contention σ, coherency κ, peak N*."""
 
@@ -38,12 +39,14 @@ def usl_fit(table, json_out, plot, level, column) -> None:
 def describe(result) -> str:
     """One line: the parameters, N* and their intervals."""
 
+    from ..report.numbers import figure
+
     def ci(name: str) -> str:
         low, high = result.ci[name]
-        return "" if low is None else f" [{low:.3g}, {'∞' if high is None else f'{high:.3g}'}]"
+        return "" if low is None else f" [{figure(low)}, {'∞' if high is None else figure(high)}]"
 
-    peak = "no peak (κ = 0)" if result.n_star is None else f"N* = {result.n_star:.3g}{ci('n_star')}"
+    peak = "no peak (κ = 0)" if result.n_star is None else f"N* = {figure(result.n_star)}{ci('n_star')}"
     return (
-        f"USL: σ = {result.sigma:.4g}{ci('sigma')}, κ = {result.kappa:.4g}{ci('kappa')}, "
-        f"λ₁ = {result.lambda1:.4g}{ci('lambda1')} req/s, {peak} ({result.level:.0%} intervals)"
+        f"USL: σ = {figure(result.sigma)}{ci('sigma')}, κ = {figure(result.kappa)}{ci('kappa')}, "
+        f"λ₁ = {figure(result.lambda1)}{ci('lambda1')} req/s, {peak} ({result.level:.0%} intervals)"
     )

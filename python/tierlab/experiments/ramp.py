@@ -39,7 +39,6 @@ def _point(trace: Trace) -> dict:
         "rejected": s["requests"]["rejected"],
         "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
         "bottleneck": f"{b.tier}.{b.resource}" if b else None,
-        "saturated": bool(b and b.saturated),
     }
 
 
@@ -90,10 +89,18 @@ def ramp(
     keys, runs = _runs(model, loads, seeds)
     measured = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
     df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, measured)])
-    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted", "saturated"]].mean()
+    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted"]].mean()
     # The resource named most often over the seeds.
     table["bottleneck"] = df.groupby("load")["bottleneck"].agg(lambda b: b.mode().iloc[0] if b.notna().any() else None).to_numpy()
-    return table, find_knee(table.load, table.p90, table.throughput)
+    return _with_knee(table)
+
+
+def _with_knee(table: pd.DataFrame) -> tuple[pd.DataFrame, Knee]:
+    """The knee of the p90 curve, and each step marked `saturated` by the knee's own
+    rule (from the first load whose throughput is within 2% of the highest), so that
+    the rows and the knee line agree."""
+    knee = find_knee(table.load, table.p90, table.throughput)
+    return table.assign(saturated=table.load >= knee.saturation), knee
 
 
 def ramp_of_traces(traces: list[Trace], loads=None) -> tuple[pd.DataFrame, Knee, Usl | None]:
@@ -104,9 +111,9 @@ def ramp_of_traces(traces: list[Trace], loads=None) -> tuple[pd.DataFrame, Knee,
     if loads is not None and len(loads) != len(traces):
         raise InputError(f"{len(loads)} loads for {len(traces)} runs; give one load per run, in the same order")
     rows = [{"load": float(x) if loads is not None else t.summary["little"]["mean_in_system"], **_point(t)} for x, t in zip(loads or traces, traces)]
-    table = pd.DataFrame(rows).sort_values("load", kind="stable").reset_index(drop=True)
+    table, knee = _with_knee(pd.DataFrame(rows).sort_values("load", kind="stable").reset_index(drop=True))
     usl = fit_usl(table.load, table.throughput) if table.load.nunique() >= 4 else None
-    return table, find_knee(table.load, table.p90, table.throughput), usl
+    return table, knee, usl
 
 
 def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float | None:

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..trace import Trace
 from ..trace.schema import figures
+from .numbers import figure
 
 # A clustered tier's dispatch figures (docs/trace.md) and their column headings.
 DISPATCH_COLUMNS = {
@@ -31,13 +32,16 @@ def _ms(x: float | None) -> str:
     return "—" if x is None else f"{1000 * x:.1f}"
 
 
-def frame_table(title: str, df: Any, floats: str = "{:.3g}") -> Table:
-    """A pandas frame as a rich table, numbers right-aligned."""
+def frame_table(title: str, df: Any) -> Table:
+    """A pandas frame as a rich table: numbers rounded to what they mean
+    (`numbers.figure`) and right-aligned, text left-aligned. Every command prints its
+    tables through this."""
     t = Table(title=title, title_justify="left")
     for c in df.columns:
-        t.add_column(str(c), justify="right", overflow="fold")
+        text = df[c].dtype == object and any(isinstance(v, str) for v in df[c])
+        t.add_column(str(c), justify="left" if text else "right", overflow="fold")
     for row in df.itertuples(index=False):
-        t.add_row(*(floats.format(v) if isinstance(v, float) else str(v) for v in row))
+        t.add_row(*(figure(v) for v in row))
     return t
 
 
