@@ -132,3 +132,19 @@ def test_an_http_mapping_with_a_key_twice_is_refused(tmp_path):
     (tmp_path / "http.yaml").write_text(text.replace(first, first + "\n" + first, 1))
     with pytest.raises(tierlab.ModelError, match=r"http.yaml[\s\S]*twice"):
         load_mapping(tmp_path / "http.yaml")
+
+
+@pytest.mark.parametrize(
+    "n,x,fragment",
+    [
+        ([1, 2, 4, 8, 16], [10, 19, 35, 60, 1e308], "throughput = 1e+308 (point 5: concurrency 16) is beyond 1e+12"),
+        ([1, 2, 4, 8, 1e200], [10, 19, 35, 60, 80], "concurrency = 1e+200 (point 5: concurrency 1e+200) is beyond 1e+09"),
+    ],
+)
+def test_the_usl_fit_refuses_a_figure_no_measurement_has(n, x, fragment):
+    """Beyond them N(N − 1) and λ₁N overflow: 1e308 ended in "Residuals are not finite"."""
+    from tierlab.analysis.usl import fit
+
+    with pytest.raises(tierlab.InputError) as e:
+        fit(n, x)
+    assert fragment in str(e.value)
