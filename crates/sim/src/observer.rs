@@ -398,3 +398,144 @@ fn tiers(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::state::Server;
+
+    /// One server with a thread pool and a CPU; measured from 2 s to 10 s in 4 s windows.
+    fn model() -> Model {
+        let exp = json!({"kind": "exponential", "mean": 0.01, "max": null});
+        let m = json!({
+            "tiers": [{
+                "name": "app",
+                "servers": 1,
+                "dispatch": {
+                    "policy": {"policy": "round_robin"}, "dispatchers": 1,
+                    "hierarchical": false, "sync_interval": 0.05, "sync_delay": 0.0,
+                    "queue": 10, "queue_timeout": 1.0,
+                },
+                "pools": [{
+                    "name": "threads", "kind": "threads", "size": 4, "timeout": null,
+                    "max_queue": null, "discipline": "fifo",
+                }],
+                "stations": [{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}],
+            }],
+            "types": [{
+                "name": "home",
+                "priority": 0,
+                "programs": [[{"op": "cpu", "station": 0, "demand": exp}]],
+            }],
+            "workload": {
+                "entry_tier": 0,
+                "population": {"kind": "closed", "clients": 2},
+                "chain": {"roles": [{"kind": "request", "type": 0}], "start": 0, "matrix": [[1.0]]},
+                "think": exp,
+                "weight": {"kind": "constant", "value": 1.0},
+                "end": {"kind": "chain"},
+            },
+            "run": {"duration": 10.0, "warmup": 2.0, "seed": 1, "window": 4.0, "records": false},
+        });
+        Model::from_json(&m.to_string()).expect("a valid model")
+    }
+
+    /// The state an engine would hold, without the engine: what the observer sees.
+    struct World {
+        m: Model,
+        servers: Vec<Server>,
+        clusters: Vec<Cluster>,
+        sessions: Sessions,
+    }
+
+    impl World {
+        fn view(&mut self, now: f64) -> View<'_> {
+            View {
+                m: &self.m,
+                now,
+                servers: &mut self.servers,
+                links: &mut [],
+                clusters: &self.clusters,
+                sessions: &mut self.sessions,
+            }
+        }
+    }
+
+    /// The observer fed by hand: three requests on one server, X across the warm-up's
+    /// end (1-3 s), Y measured (5-7 s, with the CPU busy), Z still in the system at the
+    /// end (9 s-). Windows close at 4 and 8 s and at the end.
+    #[test]
+    fn the_observer_reads_its_view_in_closed_form() {
+        let m = model();
+        let mut w = World {
+            servers: vec![Server::new(0, &m.tiers[0])],
+            clusters: vec![Cluster::new(&m.tiers[0], 1).expect("a cluster")],
+            sessions: Sessions::new(&m.workload, 0, 1),
+            m,
+        };
+        let mut obs = Observer::new(&w.m);
+        let req = |start: f64, measured: bool| Req {
+            start,
+            measured,
+            ..Default::default()
+        };
+        let (x, y) = (req(1.0, false), req(5.0, true));
+        // X: started in the warm-up, its visit ends after it.
+        obs.request_started(1.0, 0);
+        w.servers[0].stats.enter(1.0);
+        obs.start_measuring(&mut w.view(2.0));
+        w.servers[0].stats.leave(3.0, 1.0, true);
+        obs.request_finished(3.0, &x, &w.sessions, Status::Ok);
+        obs.close_window(&mut w.view(4.0));
+        // Y: measured, 2 s at the server, the CPU busy throughout.
+        obs.request_started(5.0, 0);
+        w.servers[0].stats.enter(5.0);
+        w.servers[0].stations[0].busy().add(5.0, 1.0);
+        w.servers[0].stations[0].busy().add(7.0, -1.0);
+        w.servers[0].stats.leave(7.0, 5.0, true);
+        obs.request_finished(7.0, &y, &w.sessions, Status::Ok);
+        obs.close_window(&mut w.view(8.0));
+        // Z: sent, never finished.
+        obs.request_started(9.0, 0);
+        w.servers[0].stats.enter(9.0);
+        let out = obs.finish(w.view(10.0), false, 0);
+
+        // The series: per window the server's (concurrency, arrivals, completions,
+        // response time), the CPU's utilization, the pool's six (all idle).
+        let cols: Vec<_> = out
+            .series
+            .meta
+            .iter()
+            .map(|c| (c.resource.as_str(), c.metric))
+            .collect();
+        assert_eq!(cols.len(), 4 + 1 + 6);
+        assert_eq!(cols[4], ("cpu", "utilization"));
+        assert_eq!(out.series.window_start, [0.0, 4.0, 8.0]);
+        let rows: Vec<&[f64]> = out.series.values.chunks(cols.len()).collect();
+        assert_eq!(rows[0][..5], [0.5, 1.0, 1.0, 2.0, 0.0]);
+        assert_eq!(rows[1][..5], [0.5, 1.0, 1.0, 2.0, 0.5]);
+        // The last window is 2 s long, Z there for 1 s of it; nothing completed.
+        assert_eq!(rows[2][..3], [0.5, 1.0, 0.0]);
+        assert!(rows[2][3].is_nan(), "no completion, no response time");
+
+        // The summary over the measured 8 s.
+        let s = &out.summary;
+        assert_eq!(s.measured_seconds, 8.0);
+        assert_eq!(
+            (s.requests.ok, s.requests.unfinished),
+            (1, 1),
+            "Y served, Z not"
+        );
+        assert_eq!(s.throughput, 1.0 / 8.0);
+        let sv = &s.tiers["app"].servers[0];
+        // X's visit ended in the measured period: counted with Y's, 2 s each.
+        assert_eq!((sv.visits, sv.mean_residence), (Some(2), Some(2.0)));
+        assert_eq!(sv.stations["cpu"].utilization, 2.0 / 8.0);
+        // Little: X 1 s, Y 2 s and Z 1 s in the system over 8 s; Y the one measured.
+        assert_eq!(s.little.mean_in_system, 4.0 / 8.0);
+        assert_eq!(s.little.arrival_rate, 1.0 / 8.0);
+        assert_eq!(s.little.mean_time_in_system, 2.0);
+    }
+}
