@@ -92,3 +92,14 @@ def test_an_unreadable_file_is_an_error(tmp_path, runs, name):
     (tmp_path / name).chmod(0)
     with pytest.raises(TraceError, match=name):
         read_trace(tmp_path)
+
+
+def test_a_summary_of_texts_is_an_error(tmp_path, runs):
+    """Figures written as texts ("20.0") passed the summary's check, then failed as a TypeError."""
+    import json
+
+    runs[0].write(tmp_path)
+    text = json.loads((tmp_path / "summary.json").read_text(), parse_float=str, parse_int=str)
+    (tmp_path / "summary.json").write_text(json.dumps(text))
+    with pytest.raises(TraceError, match=r"summary.json: schema_version: Input should be a valid integer"):
+        read_trace(tmp_path)

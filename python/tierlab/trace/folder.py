@@ -153,7 +153,7 @@ def read_trace(folder: str | Path) -> Trace:
         raise TraceError(f"{folder / 'summary.json'} is not valid JSON ({e}); write the trace again") from None
     except OSError as e:
         raise TraceError(f"cannot read {folder / 'summary.json'}: {e.strerror}") from None
-    check_summary(summary, str(folder / "summary.json"))
+    check_summary(summary, str(folder / "summary.json"), strict=True)
     ts = _table(folder / "timeseries.parquet", TIMESERIES_COLUMNS)
     twice = int(ts.duplicated(["t", "tier", "server", "resource", "metric"]).sum())
     if twice:

@@ -215,14 +215,16 @@ def _from_v3(data: Any) -> None:
     data["schema_version"] = SCHEMA_VERSION
 
 
-def check_summary(data: Any, where: str = "summary.json") -> Summary:
+def check_summary(data: Any, where: str = "summary.json", strict: bool = False) -> Summary:
     """`data` if it is a summary of this schema; else a TraceError naming the first
     wrong field as a path (`tiers.app.servers[0].pools.db.size`). NaN, infinite and
     negative figures are wrong too: every figure of a summary is a measurement. A
     schema-3 summary is read in this schema's terms (changed in place)."""
     _from_v3(data)
     try:
-        _SUMMARY.validate_python(data, strict=False)
+        # `strict` for a summary read from a file: a figure written as a text ("12.5")
+        # passed the lax check and failed later as a TypeError.
+        _SUMMARY.validate_python(data, strict=strict)
     except ValidationError as e:
         first = e.errors()[0]
         path = field_path(first["loc"])
