@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import WholeHelp
-from .common import changed, err, execute, options, run_length, with_run_length
+from .common import FORCE, changed, err, execute, options, run_length, with_run_length
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 
 
@@ -27,14 +27,17 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 @click.option("--workers", type=click.IntRange(1, 64), help="Load generator threads, 1 to 64 (default: one per core, at most 4).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve the generator's progress to Prometheus on 127.0.0.1:PORT/metrics during the run.")
-def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port) -> None:
+@FORCE
+def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port, force) -> None:
     """Run MODEL's workload against a live HTTP server and write the trace to --out."""
     from ..live import generate_load
 
     load_args = dict(
         duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers, metrics_port=metrics_port
     )
-    execute("loading", target or "", lambda tick: generate_load(changed(model), mapping, target=target, progress=tick, **load_args), out_dir, quiet)
+    execute(
+        "loading", target or "", lambda tick: generate_load(changed(model), mapping, target=target, progress=tick, **load_args), out_dir, quiet, force=force
+    )
 
 
 # `live run`'s exit status when the trace was written but lacks the server's side (the
@@ -163,7 +166,8 @@ def live_config(workdir, threads, connections, caching, timeout) -> None:
 @click.option("--session-rate", type=float, help="An open population: sessions per second.")
 @click.option("--tier", help="The model tier whose pools the server takes (default: the one with a threads and a connections pool).")
 @click.option("--quiet", is_flag=True, help="No progress bar or tables.")
-def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, tier, quiet) -> None:
+@FORCE
+def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, session_rate, tier, quiet, force) -> None:
     """Execute MODEL on the running testbed: the server's pools set from the model (sizes,
     timeouts, caching, priorities), then one measured load; the trace has the simulator's
     schema (client records joined with the server's phases, its series, the monitor's)."""
@@ -172,7 +176,12 @@ def live_run(model, mapping, out_dir, workdir, duration, warmup, seed, clients, 
     bed = testbed.Testbed(workdir)
     load_args = dict(duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate)
     folder = execute(
-        "measuring", bed.state.target, lambda tick: bed.run(changed(model), _mapping(model, mapping), tier, progress=tick, **load_args), out_dir, quiet
+        "measuring",
+        bed.state.target,
+        lambda tick: bed.run(changed(model), _mapping(model, mapping), tier, progress=tick, **load_args),
+        out_dir,
+        quiet,
+        force=force,
     )
     missing = json.loads((folder / "summary.json").read_text())["missing"]
     for what in [w for w in missing if w.endswith(".statements")]:  # a cross-check absent: the run itself is whole
