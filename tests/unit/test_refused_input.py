@@ -148,3 +148,13 @@ def test_the_usl_fit_refuses_a_figure_no_measurement_has(n, x, fragment):
     with pytest.raises(tierlab.InputError) as e:
         fit(n, x)
     assert fragment in str(e.value)
+
+
+def test_a_profile_file_that_is_a_folder_is_refused(tmp_path):
+    """The JSON and CSV files of profiles and tables: an unreadable one (here a folder)
+    names itself rather than raising an OSError."""
+    from tierlab.analysis.tables import read_json
+
+    (tmp_path / "profile.json").mkdir()
+    with pytest.raises(tierlab.InputError, match=r"cannot read .*profile.json: Is a directory"):
+        read_json(tmp_path / "profile.json", ("L",))

@@ -27,6 +27,8 @@ def read_csv(path: str | Path, columns: tuple[str, ...], **read: Any) -> pd.Data
         raise InputError(f"{path} is not a text (UTF-8) CSV file: byte {e.start} cannot be decoded") from None
     except pd.errors.ParserError as e:
         raise InputError(f"{path}: not a regular CSV table ({e}); every row needs the same columns ({','.join(columns)})") from None
+    except OSError as e:  # unreadable, or a folder
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}; the table needs columns {','.join(columns)}")
@@ -40,6 +42,8 @@ def read_json(path: str | Path, keys: tuple[str, ...]) -> dict:
         data = json.loads(path.read_bytes())
     except (ValueError, UnicodeDecodeError) as e:
         raise InputError(f"{path} is not valid JSON ({e}); write it again") from None
+    except OSError as e:
+        raise InputError(f"cannot read {path}: {e.strerror}") from None
     missing = [k for k in keys if k not in data] if isinstance(data, dict) else list(keys)
     if missing:
         raise InputError(f"{path}: missing key(s) {', '.join(missing)}; write it again")
