@@ -31,7 +31,7 @@ class LineProgress:
 
     def add_task(self, description: str, total: float = 1.0, **fields: Any) -> TaskID:
         i = TaskID(len(self.tasks))
-        self.tasks[i] = {"description": description, "total": total, "completed": 0.0, "start": time.monotonic(), "shown": 0.0, "fields": fields}
+        self.tasks[i] = {"description": description, "total": total, "completed": 0.0, "start": time.monotonic(), "shown": (0.0, total), "fields": fields}
         return i
 
     def advance(self, task: TaskID, advance: float = 1.0) -> None:
@@ -44,12 +44,17 @@ class LineProgress:
             t["description"] = description
         if total is not None:
             t["total"] = total
-        if completed is None:
+        if completed is not None:
+            t["completed"] = completed
+        elif total is None:
             return
-        t["completed"] = completed
-        step = STEP * t["total"] if t["total"] <= 1 else 1
-        if completed - t["shown"] >= step - 1e-9 or completed >= t["total"] > t["shown"]:
-            t["shown"] = completed
+        done, total = t["completed"], t["total"]
+        step = STEP * total if total <= 1 else 1
+        # The end is shown once, also when it comes by a lowered total (a sweep that
+        # learns it needs fewer runs than it said it might).
+        end = done >= total and t["shown"] != (done, total)
+        if done - t["shown"][0] >= step - 1e-9 or end:
+            t["shown"] = (done, total)
             self.console.print(self._line(t), markup=False, highlight=False)
 
     @staticmethod

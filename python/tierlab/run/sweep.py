@@ -121,6 +121,7 @@ class Sweep:
         self._waiting: list[tuple[int, int, Run, Callable]] = []  # a heap: (-priority, ticket, ...)
         self._keys: dict[int, Any] = {}  # of the runs not yet back, by ticket
         self._submitted = 0  # the next ticket
+        self._at_most = 0  # the caller's bound on the runs it submits in all (`at_most`)
         self._running = 0
         self._bar = show_progress(
             TextColumn("[bold]{task.description}"),
@@ -155,8 +156,15 @@ class Sweep:
         heapq.heappush(self._waiting, (-priority, ticket, run, measure))
         self._keys[ticket] = key
         self._submitted += 1
-        self._bar.update(self._task, total=self._submitted)
+        self._bar.update(self._task, total=max(self._submitted, self._at_most))
         self._hand_over()
+
+    def at_most(self, runs: int) -> None:
+        """The most runs the caller will submit in all, shown as the bar's total from
+        the start (else the total is the runs submitted so far, and grows as they are);
+        the caller lowers it as it learns that fewer are needed."""
+        self._at_most = runs
+        self._bar.update(self._task, total=max(self._submitted, runs))
 
     def results(self) -> Iterator[tuple[Any, Any]]:
         """(key, value) of each run as it finishes, until every submitted run (those
