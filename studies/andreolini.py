@@ -33,10 +33,9 @@ import yaml  # noqa: E402
 from tierlab import simulate  # noqa: E402
 from tierlab.analysis.bottleneck import bottleneck, resources  # noqa: E402
 from tierlab.experiments.ramp import ramp  # noqa: E402
+from tierlab.experiments.study.claims import Criterion, Ledger, above, below, close, close_abs, equal, increasing, within_decades  # noqa: E402
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
-
-from claims import Criterion, Ledger, above, below, close, close_abs, equal, increasing, within_decades  # noqa: E402
-from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "andreolini_ecommerce.yaml"

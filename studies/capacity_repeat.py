@@ -23,9 +23,9 @@ from __future__ import annotations
 import pandas as pd
 
 from tierlab.experiments.sizing import max_sustainable_rate
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 
-from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, write_result
 from twin import CAPACITY_BOUND, live_setup, own_testbed, sizes
 
 # A round start and grid, below every configuration's capacity in twin.py --quick's

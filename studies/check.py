@@ -26,7 +26,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from provenance import RESULTS, ROOT
+# A script beside the studies (imported by the tests too): its own folder, not the running script's.
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+# Where committed results live: the reproductions' and each investigation's.
+HOMES = (HERE / "results", *sorted((ROOT / "investigations").glob("*/results")))
 
 # The full studies whose results are committed. `pool_sizing.py`'s full run (~40 min)
 # is not: its load-structure profile did not regenerate exactly, and a result that
@@ -36,8 +40,8 @@ QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", 
 NOT_COMPARED = {".png"}
 # Written by hand beside a study's outputs, not by the study.
 HAND_WRITTEN = {"notes.md"}
-# Provenance that names the run, not its outcome.
-RUN_KEYS = {"commit"}
+# Provenance that names the run, not its outcome (named when a comparison fails).
+RUN_KEYS = {"commit", "versions"}
 
 
 def first_difference(committed: Path, fresh: Path) -> str | None:
@@ -105,9 +109,15 @@ def _csv_difference(committed: Path, fresh: Path) -> str | None:
     return None if len(old) == len(new) else f"{committed}: {len(old)} lines committed, {len(new)} now"
 
 
+def committed_folder(study: str, quick: bool) -> Path:
+    """The study's committed results: the first home holding them (else the studies')."""
+    name = f"{study}_quick" if quick else study
+    return next((home / name for home in HOMES if (home / name / "result.json").is_file()), HOMES[0] / name)
+
+
 def check(study: str, quick: bool) -> str | None:
     """Re-run one study; the first difference from its committed result, or None."""
-    committed = RESULTS / (f"{study}_quick" if quick else study)
+    committed = committed_folder(study, quick)
     if not (committed / "result.json").exists():
         return f"{committed}: no committed result.json to compare with"
     command = json.loads((committed / "result.json").read_text()).get("command")
@@ -119,7 +129,21 @@ def check(study: str, quick: bool) -> str | None:
         done = subprocess.run([sys.executable, *argv[1:], "--out", scratch], cwd=ROOT, stdout=subprocess.DEVNULL)
         if done.returncode:
             return f"{study}: `{command}` exited with {done.returncode}"
-        return first_difference(committed, Path(scratch))
+        found = first_difference(committed, Path(scratch))
+        return None if found is None else f"{found}\n{versions(committed / 'result.json', Path(scratch) / 'result.json')}"
+
+
+def versions(committed: Path, fresh: Path) -> str:
+    """The interpreter and numerical packages each result ran with, committed against now
+    (a changed last bit of a library is the usual suspect when the code did not change)."""
+    old, new = (json.loads(p.read_text()).get("versions") if p.is_file() else None for p in (committed, fresh))
+    if not new:
+        return "versions: the new result records none"
+    if not old:
+        return "versions: the committed result records none (written before they were recorded); now " + ", ".join(f"{k} {v}" for k, v in new.items())
+    differ = [f"{k} {old.get(k, 'not recorded')} -> {new.get(k, 'not recorded')}" for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    same = [f"{k} {v}" for k, v in new.items() if old.get(k) == v]
+    return f"versions, committed -> now: {', '.join(differ) or 'all the same'}" + (f" (the same: {', '.join(same)})" if differ and same else "")
 
 
 def main() -> None:

@@ -27,10 +27,9 @@ from scipy import stats  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.dispatch import cluster_metrics  # noqa: E402
+from tierlab.experiments.study.claims import Criterion, Ledger, close, close_abs, decreasing_apart, each, ordered_as_paper  # noqa: E402
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
-
-from claims import Criterion, Ledger, close, close_abs, decreasing_apart, each, ordered_as_paper  # noqa: E402
-from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_cluster.yaml"

@@ -56,12 +56,11 @@ from tierlab import LoadedModel, load_model, simulate
 from tierlab.analysis.dispatch import cluster_metrics
 from tierlab.analysis.machine import machine
 from tierlab.analysis.profile import request_profile
+from tierlab.experiments.study.claims import Criterion, Ledger, within
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.live import testbed
 from tierlab.live.cluster import free_port, up_cluster
 from tierlab.trace.schema import StatusCounts
-
-from claims import Criterion, Ledger, within
-from provenance import output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"

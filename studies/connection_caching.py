@@ -23,10 +23,9 @@ import pandas as pd  # noqa: E402
 
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.profile import request_profile  # noqa: E402
+from tierlab.experiments.study.claims import Ledger, below, decreasing, each, equal  # noqa: E402
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
-
-from claims import Ledger, below, decreasing, each, equal  # noqa: E402
-from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TYPES = {"SRES": "Search", "BUYR": "Buy Request", "BUYC": "Buy Confirm"}

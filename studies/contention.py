@@ -50,11 +50,11 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from tierlab.analysis.machine import machine
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.classical import demand_law
 from tierlab.experiments.twin.measured import cpu_cores, hand_offs, measured
 
-from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, write_result
 from twin import live_setup, own_testbed, sizes
 
 CONFIGS = [(2, 2), (4, 2), (4, 4), (8, 2), (8, 4), (16, 4)]

@@ -17,9 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from tierlab.analysis.costfit import fit, read_table
-
-from claims import Criterion, Ledger, above, close, each, equal
-from provenance import output_dir, study_parser, write_result
+from tierlab.experiments.study.claims import Criterion, Ledger, above, close, each, equal
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE = ROOT / "examples" / "chen_gorton_stockonline.csv"

@@ -29,11 +29,11 @@ import time
 import pandas as pd
 
 from tierlab.analysis.machine import machine
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.classical import demand_law
 from tierlab.experiments.twin.measured import cpu_cores, measured
 
-from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, write_result
 from twin import CALIBRATED, live_setup, own_testbed, sizes
 
 LIGHT, OVERLOAD = 12.0, 60.0  # sessions/s: below and far beyond (8, 4)'s capacity in twin_quick (31.6)

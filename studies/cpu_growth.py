@@ -33,10 +33,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import RESULTS, output_dir, study_parser, write_result
 from tierlab.experiments.twin.measured import threads_at_start
-
-from claims import Criterion, Ledger
-from provenance import RESULTS, output_dir, study_parser, write_result
 
 TRACES = {
     "twin_quick/sqlite": "the test",

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-from claims import Criterion, Ledger
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
+
 from cpu_growth import binned, empty_base, relative, requests
-from provenance import output_dir, study_parser, write_result
 from twin import live_setup, own_testbed, sizes
 
 M, N = 16, 2

@@ -32,9 +32,9 @@ from pathlib import Path
 import pandas as pd
 
 from tierlab import load_model, simulate
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 
-from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, write_result
 from twin import live_setup, own_testbed, sizes
 
 TWIN = Path(__file__).resolve().parent / "results" / "twin_quick" / "sqlite" / "twin.yaml"

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from claims import VERDICTS, check_file
-from provenance import RESULTS, ROOT
+from tierlab.experiments.study.claims import VERDICTS, check_file
 
-README = ROOT / "studies" / "README.md"
+# A script beside the studies (imported by the tests too): its own folder, not the running script's.
+HERE = Path(__file__).resolve().parent
+ROOT, RESULTS, README = HERE.parent, HERE / "results", HERE / "README.md"
 START, END = "<!-- ledger:start (python studies/ledger.py) -->", "<!-- ledger:end -->"
 # The papers, and the studies that score their claims, in the README's order.
 PAPERS = {

@@ -27,10 +27,9 @@ from pool_sizing import CLOSE_N, ERROR_BOUND, PAPER_OPTIMA
 from tierlab import load_model
 from tierlab.analysis.profile import request_profile
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid
+from tierlab.experiments.study.claims import Criterion, Ledger, below, decreasing, each
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.live.testbed import LiveRunner, Testbed
-
-from claims import Criterion, Ledger, below, decreasing, each
-from provenance import output_dir, study_parser, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"

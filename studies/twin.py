@@ -50,6 +50,8 @@ import yaml
 
 from tierlab import LoadedModel, load_model
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid, sizing_by_simulation
+from tierlab.experiments.study.claims import Criterion, Ledger
+from tierlab.experiments.study.provenance import output_dir, study_parser, with_provenance, write_result
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.verify import verify
 from tierlab.experiments.twin.verify import write as write_verify
@@ -57,9 +59,6 @@ from tierlab.live import testbed
 from tierlab.live.cluster import free_port
 from tierlab.live.testbed import LiveRunner, Testbed
 from tierlab.model import load_yaml
-
-from claims import Criterion, Ledger
-from provenance import output_dir, study_parser, with_provenance, write_result
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"

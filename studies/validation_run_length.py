@@ -23,9 +23,8 @@ import json
 import warnings
 
 from tierlab.experiments.sizing import all_served
+from tierlab.experiments.study.provenance import output_dir, results, root, study_parser, write_result
 from tierlab.run import Run, sweep
-
-from provenance import RESULTS, ROOT, output_dir, study_parser, write_result
 
 N = 5
 FRACTIONS = tuple(round(0.60 + 0.05 * i, 2) for i in range(10))  # of the method's λ
@@ -37,7 +36,7 @@ PASSING = 0.6  # the paper's share of runs that must serve every request
 
 def method_point() -> tuple[int, float]:
     """(M0, λ) of the quick pool-sizing study for N on the profiling mix."""
-    path = RESULTS / "pool_sizing_quick" / "result.json"
+    path = results() / "pool_sizing_quick" / "result.json"
     if not path.exists():
         raise SystemExit(f"{path} is missing: run `python studies/pool_sizing.py --quick` first (this study starts from its M0 and λ)")
     row = next(r for r in json.loads(path.read_text())["mixes"]["profiling"]["per_N"] if r["N"] == N)
@@ -61,7 +60,7 @@ def main() -> None:
                 f"{pools}.db.timeout": timeout,
             }
             runs = [Run({**changes, "workload.population.session_rate": r}, s) for r in rates for s in SEEDS]
-            ok = sweep(str(ROOT / "examples" / "tpcw_2tier.yaml"), runs, all_served, progress=f"timeout {timeout:g} s, {measured} s")
+            ok = sweep(str(root() / "examples" / "tpcw_2tier.yaml"), runs, all_served, progress=f"timeout {timeout:g} s, {measured} s")
             passed = [sum(ok[i * len(SEEDS) : (i + 1) * len(SEEDS)]) for i in range(len(rates))]
             best = max((r for r, n in zip(rates, passed) if n >= PASSING * len(SEEDS)), default=None)
             case = {

@@ -36,11 +36,23 @@ import pandas as pd  # noqa: E402
 from tierlab import load_model  # noqa: E402
 from tierlab.analysis.fluctuations import bimodality, cov, rate, residence  # noqa: E402
 from tierlab.experiments.ramp import retransmission_threshold  # noqa: E402
+from tierlab.experiments.study.claims import (  # noqa: E402
+    Criterion,
+    Ledger,
+    above,
+    below,
+    close,
+    close_abs,
+    decreasing,
+    each,
+    equal,
+    increasing,
+    times_the_second,
+    within_decades,
+)
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
-
-from claims import Criterion, Ledger, above, below, close, close_abs, decreasing, each, equal, increasing, times_the_second, within_decades  # noqa: E402
-from provenance import output_dir, study_parser, write_result  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "rubbos_3tier.yaml"

@@ -4,17 +4,11 @@ tables are the ones studies/ledger.py generates from them."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "studies"))
-
-
-import claims  # noqa: E402
-from claims import ordered_as_paper, strictly_decreasing, strictly_increasing, times_the_second, within  # noqa: E402
+from tierlab.experiments.study import claims
+from tierlab.experiments.study.claims import ordered_as_paper, strictly_decreasing, strictly_increasing, times_the_second, within
 
 
 def test_a_flat_series_neither_decreases_nor_increases():

@@ -4,14 +4,9 @@ scored, whatever its own criterion says (a flat series would pass "M0 among the 
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "studies"))
-
-import claims  # noqa: E402
-from claims import Criterion, Ledger, spread_beyond  # noqa: E402
+from tierlab.experiments.study import claims
+from tierlab.experiments.study.claims import Criterion, Ledger, spread_beyond
 
 AMONG_BEST = Criterion("M0 among the measured best M", lambda ours, paper: ours["M0"] in ours["best"])
 STEP = spread_beyond(0.05, " sessions/s", "one rate step")

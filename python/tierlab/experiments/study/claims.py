@@ -1,4 +1,5 @@
-"""A paper's claims, scored against a study's results: studies/results/<study>/claims.json.
+"""A paper's claims, scored against a study's results: results/<study>/claims.json beside
+the study's script (studies/results, investigations/<topic>/results).
 
 Each entry is `{claim, paper, ours, criterion, verdict}` and, where it says something,
 `note`. The claim names the paper's figure, table or section; `paper` is the paper's

@@ -4,18 +4,17 @@ tables are the ones studies/ledger.py generates from them."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
+import runpy
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "studies"))
+from tierlab.experiments.study import claims
+from tierlab.experiments.study.claims import Ledger, close, decreasing
 
-import ledger  # noqa: E402
+from conftest import ROOT
 
-import claims  # noqa: E402
-from claims import Ledger, close, decreasing  # noqa: E402
+# studies/ledger.py is a script; its functions read without running it.
+ledger = runpy.run_path(str(ROOT / "studies" / "ledger.py"))
 
 CLAIMS_FILES = sorted((ROOT / "studies" / "results").glob("*/claims.json"))
 
@@ -42,8 +41,8 @@ def test_every_committed_ledger_is_well_formed(path):
 
 
 def test_every_study_with_a_ledger_has_one_committed():
-    assert {p.parent.name.removesuffix("_quick") for p in CLAIMS_FILES} >= {s for studies in ledger.PAPERS.values() for s in studies}
+    assert {p.parent.name.removesuffix("_quick") for p in CLAIMS_FILES} >= {s for studies in ledger["PAPERS"].values() for s in studies}
 
 
 def test_the_readme_tables_are_the_generated_ones():
-    assert ledger.README.read_text() == ledger.rewrite(ledger.README.read_text()), "run python studies/ledger.py"
+    assert ledger["README"].read_text() == ledger["rewrite"](ledger["README"].read_text()), "run python studies/ledger.py"
