@@ -24,7 +24,7 @@ import pandas as pd
 from ...analysis.profile import request_profile
 from ...analysis.tables import read_csv, read_json
 from ...errors import InputError, TierlabWarning
-from ...model import LoadedModel
+from ...model import load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run.sweep import Run, Sweep
@@ -108,7 +108,7 @@ def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
 
 
 def profile_grid(
-    model: LoadedModel,
+    model,
     M_values=PAPER_M,
     N_values=PAPER_N,
     *,
@@ -146,7 +146,7 @@ def profile_grid(
     CHECKPOINT_EVERY seconds at most; `profile.json` says
     `"complete": false` until the last). `log`: one line per run as it ends
     (`RunLog`), in place of the progress bar."""
-    loaded = model
+    loaded = load_model(model)
     setting = PoolSetting.find(loaded, tier)
     bound = bound or loaded.session_rate_bound()
     if bound is None or not isinstance(loaded.spec.workload.population, Open):
