@@ -27,7 +27,7 @@ PHASE_COLUMNS = {
 class RequestProfile:
     tier: str
     share: pd.Series  # V_i / L: fraction of requests of each type (all statuses: the offered mix)
-    L: float  # mean requests per session
+    L: float  # mean requests per session (NaN: the trace records no sessions)
     sessions: int  # sessions the estimate of L rests on
     phases: pd.DataFrame  # index = type; served requests only; seconds, db_requests a count
 
@@ -38,13 +38,18 @@ class RequestProfile:
 
     def table(self) -> pd.DataFrame:
         out = self.phases.copy()
-        out.insert(0, "V", self.V.reindex(out.index).fillna(0.0))
+        if self.sessions:  # else L, so V, is unknown
+            out.insert(0, "V", self.V.reindex(out.index).fillna(0.0))
         out.insert(0, "share", self.share.reindex(out.index).fillna(0.0))
         return out
 
 
-def request_profile(trace: Trace, tier: str | None = None) -> RequestProfile:
+def request_profile(trace: Trace, tier: str | None = None, without_sessions: bool = False) -> RequestProfile:
     """Profile the requests of `trace` that arrived after its warm-up.
+
+    `without_sessions`: a trace that records no sessions (an imported server's
+    telemetry: `missing` names `sessions`) is profiled with L unknown (NaN), for its
+    shares and phases; by default it is an error, as V = share × L needs L.
 
     L is estimated as (requests in the window) / (sessions started in the window,
     `summary.sessions.started`): in a steady state the request rate is the session rate
@@ -63,7 +68,8 @@ def request_profile(trace: Trace, tier: str | None = None) -> RequestProfile:
     if window.empty:
         raise TraceError(f"no requests arrived after the warm-up ({warmup} s)")
     sessions = int(trace.summary.get("sessions", {}).get("started", 0))
-    if sessions == 0:
+    unrecorded = without_sessions and "sessions" in trace.summary.get("missing", {})
+    if sessions == 0 and not unrecorded:
         raise TraceError("summary.sessions.started is 0 or missing: no session started after the warm-up; run longer")
     share = window["type"].value_counts(normalize=True).sort_index()
     share = share[share > 0].astype(float)
@@ -77,7 +83,7 @@ def request_profile(trace: Trace, tier: str | None = None) -> RequestProfile:
     phases["db_requests"] = g[f"{tier}.db_requests"].mean()
     phases["response_time"] = g["response_time"].mean()
     phases.index.name = "type"
-    return RequestProfile(tier, share.rename("share"), len(window) / sessions, sessions, phases)
+    return RequestProfile(tier, share.rename("share"), len(window) / sessions if sessions else float("nan"), sessions, phases)
 
 
 def _tiers(r: pd.DataFrame) -> list[str]:

@@ -27,9 +27,13 @@ def analyze_profile(trace_dir: str, tier, json_out, csv_out) -> None:
     from ..trace import read_trace
 
     with about(trace_dir):
-        p = request_profile(read_trace(trace_dir), tier)
+        trace = read_trace(trace_dir)
+        p = request_profile(trace, tier, without_sessions=True)
     if for_people(json_out, csv_out):
-        out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
+        if p.sessions:
+            out.print(f"tier [bold]{p.tier}[/]: L = {p.L:.2f} requests/session over {p.sessions} sessions; times in seconds")
+        else:
+            out.print(f"tier {p.tier}: L and V unknown ({trace.summary['missing']['sessions']}); times in seconds", markup=False)
         out.print(frame_table("request profile", p.table().reset_index()))
     for_machines(
         json_out,
