@@ -1,0 +1,83 @@
+package tierlab.bookstore;
+
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Tomcat's worker threads: M of them (core = max = M), the connector's executor. The
+ * poller hands it a socket whose request has arrived; the task waits here, FIFO, for a
+ * worker. Each task carries the instant it was handed over, so the servlet filter knows
+ * when its request arrived and how long it waited for a thread (wait_thread), which no
+ * servlet API says. Resized at run time (setCorePoolSize/setMaximumPoolSize): a smaller
+ * size takes no thread from a request, only lets it end when idle.
+ */
+final class Workers extends ThreadPoolExecutor {
+    /** The hand-over of the task now running on this thread, until a request takes it. */
+    private static final ThreadLocal<Dispatch> DISPATCH = new ThreadLocal<>();
+
+    record Dispatch(double arrived, boolean waited) {}
+
+    final PoolStats stats;
+    private final AtomicInteger running = new AtomicInteger();
+
+    Workers(int threads, double timeout) {
+        super(threads, threads, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new Named());
+        stats = new PoolStats(this::getMaximumPoolSize, timeout);
+        prestartAllCoreThreads();
+    }
+
+    private static final class Named implements ThreadFactory {
+        private final AtomicInteger n = new AtomicInteger();
+
+        @Override
+        public Thread newThread(Runnable r) {
+            Thread t = new Thread(r, "worker-" + n.incrementAndGet());
+            t.setDaemon(true);
+            return t;
+        }
+    }
+
+    @Override
+    public void execute(Runnable task) {
+        double now = Windows.now();
+        boolean waited = running.get() >= getMaximumPoolSize() || !getQueue().isEmpty();
+        if (waited) {
+            stats.waitBegins(now);
+        }
+        super.execute(() -> {
+            if (waited) {
+                stats.waitEnds(Windows.now());
+            }
+            running.incrementAndGet();
+            DISPATCH.set(new Dispatch(now, waited));
+            try {
+                task.run();
+            } finally {
+                DISPATCH.remove();
+                running.decrementAndGet();
+            }
+        });
+    }
+
+    /** The hand-over of this thread's task, once: a second request on the same task (pipelined) arrived when the first ended. */
+    static Dispatch take() {
+        Dispatch d = DISPATCH.get();
+        DISPATCH.remove();
+        return d;
+    }
+
+    synchronized void resize(int threads) {
+        if (threads >= getMaximumPoolSize()) {
+            setMaximumPoolSize(threads);
+            setCorePoolSize(threads);
+            prestartAllCoreThreads();
+        } else {
+            setCorePoolSize(threads);
+            setMaximumPoolSize(threads);
+        }
+        stats.resized(Windows.now());
+    }
+}
