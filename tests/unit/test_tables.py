@@ -79,3 +79,16 @@ def test_help_gives_each_command_its_description_whole(group):
     if not group:
         assert "ramp      Black-box capacity: a load ramp and the knee of its p90 response\n" in listed
         assert sorted(line.split()[0] for line in listed.splitlines() if line.startswith("  ") and not line.startswith("   ")) == sorted(COMMANDS)
+
+
+def test_each_type_shows_its_own_failures():
+    """JMeter's "Missing page" failed 45 times: its row says so (it showed ok 0,
+    rejected 0, the 45 errors only in the headline)."""
+    from tierlab.report.summary import print_summary
+    from tierlab.trace.imports import jmeter
+
+    console = Console(width=300, record=True)
+    print_summary(jmeter.read(ROOT / "tests" / "fixtures" / "imports" / "jmeter_results.jtl"), console)
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:7]] for line in console.export_text().splitlines() if line.count("│") > 8}
+    assert rows["Missing page"] == ["0", "0", "0", "45", "0"]  # ok, rejected, timeout, error, unfinished
+    assert rows["Home"][:4] == ["45", "0", "0", "0"]
