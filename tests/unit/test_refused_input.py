@@ -158,3 +158,11 @@ def test_a_profile_file_that_is_a_folder_is_refused(tmp_path):
     (tmp_path / "profile.json").mkdir()
     with pytest.raises(tierlab.InputError, match=r"cannot read .*profile.json: Is a directory"):
         read_json(tmp_path / "profile.json", ("L",))
+
+
+def test_empirical_weights_near_the_largest_float_keep_their_shares():
+    """Two weights of 1e308 summed to infinity: every share was NaN, and the model ran."""
+    from tierlab.model.dist import Empirical
+
+    e = Empirical.model_validate({"empirical": {"values": [0.01, 0.03], "weights": [1e308, 1e308]}})
+    assert e.engine()["cumulative"] == [0.5, 1.0] and e.mean() == pytest.approx(0.02)
