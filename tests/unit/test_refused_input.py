@@ -166,3 +166,18 @@ def test_empirical_weights_near_the_largest_float_keep_their_shares():
 
     e = Empirical.model_validate({"empirical": {"values": [0.01, 0.03], "weights": [1e308, 1e308]}})
     assert e.engine()["cumulative"] == [0.5, 1.0] and e.mean() == pytest.approx(0.02)
+
+
+@pytest.mark.parametrize("normalize,expected", [(True, [1 / 3, 1 / 3, 1 / 3]), (False, None)])
+def test_a_chain_row_of_huge_weights(normalize, expected):
+    """Normalized, a row of 1e308s is three thirds (it was a row of zeros: its sum is
+    infinite); not normalized, it is refused as summing to inf."""
+    from tierlab.model.chain import read_chain
+    from tierlab.model.spec import Chain
+
+    chain = Chain(start="A", normalize=normalize, matrix={"A": {"A": 1e308, "B": 1e308, "END_OF_SESSION": 1e308}, "B": {"A": 1.0}})
+    data, problems = read_chain(chain, Path("."))
+    if expected is None:
+        assert problems == [("workload.chain row 'A'", "probabilities sum to inf, not 1; fix the row or set `normalize: true` to rescale it")]
+    else:
+        assert data is not None and data.matrix[0].tolist() == pytest.approx(expected) and problems == []

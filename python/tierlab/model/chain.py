@@ -45,7 +45,8 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
         for to, p in row.items():
             matrix[states.index(frm), states.index(to)] = p
     for i, s in enumerate(states):
-        total = matrix[i].sum()
+        with np.errstate(over="ignore"):  # a row of 1e308s: its sum is reported as inf
+            total = matrix[i].sum()
         if s not in rows:
             if s not in (chain.back, chain.end):
                 problems.append((path, f"state {s!r} can be entered but has no row of its own; add its row, or name it as `back`/`end`"))
@@ -55,7 +56,10 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
         elif abs(total - 1) > ROW_SUM_TOLERANCE and not chain.normalize:
             problems.append((f"{path} row {s!r}", f"probabilities sum to {total:.6g}, not 1; fix the row or set `normalize: true` to rescale it"))
         else:
-            matrix[i] /= total
+            # By the largest entry first: a row of 1e308s sums to infinity, and
+            # dividing by that left a row of zeros, a state with no way out.
+            matrix[i] /= matrix[i].max()
+            matrix[i] /= matrix[i].sum()
     for s, factor in chain.reweight.items():
         if s not in states:
             problems.append((f"{path}.reweight.{s}", f"{s!r} is not a state of the chain"))
@@ -63,6 +67,8 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
         # Make the state `factor` times as likely to be chosen next, from every row.
         matrix[:, states.index(s)] *= factor
     if chain.reweight:
+        tops = matrix.max(axis=1, keepdims=True)
+        np.divide(matrix, tops, out=matrix, where=tops > 0)
         sums = matrix.sum(axis=1, keepdims=True)
         np.divide(matrix, sums, out=matrix, where=sums > 0)
     if chain.start not in states:
