@@ -56,10 +56,10 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
         elif abs(total - 1) > ROW_SUM_TOLERANCE and not chain.normalize:
             problems.append((f"{path} row {s!r}", f"probabilities sum to {total:.6g}, not 1; fix the row or set `normalize: true` to rescale it"))
         else:
-            # By the largest entry first: a row of 1e308s sums to infinity, and
-            # dividing by that left a row of zeros, a state with no way out.
-            matrix[i] /= matrix[i].max()
-            matrix[i] /= matrix[i].sum()
+            if np.isinf(total):  # a row of 1e308s: divided by its sum it was all zeros, a state with no way out
+                matrix[i] /= matrix[i].max()
+                total = matrix[i].sum()
+            matrix[i] /= total
     for s, factor in chain.reweight.items():
         if s not in states:
             problems.append((f"{path}.reweight.{s}", f"{s!r} is not a state of the chain"))
@@ -67,9 +67,12 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
         # Make the state `factor` times as likely to be chosen next, from every row.
         matrix[:, states.index(s)] *= factor
     if chain.reweight:
-        tops = matrix.max(axis=1, keepdims=True)
-        np.divide(matrix, tops, out=matrix, where=tops > 0)
-        sums = matrix.sum(axis=1, keepdims=True)
+        with np.errstate(over="ignore"):
+            sums = matrix.sum(axis=1, keepdims=True)
+        if np.isinf(sums).any():  # as above: by the largest entry first
+            tops = matrix.max(axis=1, keepdims=True)
+            np.divide(matrix, tops, out=matrix, where=tops > 0)
+            sums = matrix.sum(axis=1, keepdims=True)
         np.divide(matrix, sums, out=matrix, where=sums > 0)
     if chain.start not in states:
         problems.append((f"{path}.start", f"{chain.start!r} is not a state of the chain (states: {', '.join(states[:8])}…)"))
