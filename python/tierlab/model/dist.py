@@ -137,12 +137,12 @@ class Empirical(_Dist):
     empirical: Annotated[list[NonNeg], Field(min_length=1)] | Weighted
 
     def _vw(self) -> tuple[list[float], list[float]]:
-        """Values and weights, the weights scaled to a largest of 1: weights near the
-        largest float summed to infinity, and every share became NaN."""
+        """Values and weights; weights whose sum overflows scaled to a largest of 1
+        (weights near the largest float summed to infinity: every share was NaN)."""
         e = self.empirical
         if isinstance(e, Weighted) and e.weights:
             top = max(e.weights)
-            return e.values, [w / top for w in e.weights]
+            return e.values, e.weights if math.isfinite(sum(e.weights)) else [w / top for w in e.weights]
         values = e.values if isinstance(e, Weighted) else e
         return values, [1.0] * len(values)
 
