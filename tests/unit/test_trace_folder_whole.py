@@ -103,3 +103,19 @@ def test_a_summary_of_texts_is_an_error(tmp_path, runs):
     (tmp_path / "summary.json").write_text(json.dumps(text))
     with pytest.raises(TraceError, match=r"summary.json: schema_version: Input should be a valid integer"):
         read_trace(tmp_path)
+
+
+def test_a_summary_that_cannot_be_read_is_an_error(tmp_path, runs, monkeypatch):
+    """As for a summary.json without read permission (which root, running the tests
+    here, would read all the same): the OSError becomes a TraceError naming it."""
+    runs[0].write(tmp_path)
+    real = Path.read_text
+
+    def denied(self: Path, *args, **kwargs) -> str:
+        if self.name == "summary.json":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", denied)
+    with pytest.raises(TraceError, match=r"cannot read .*summary.json: Permission denied"):
+        read_trace(tmp_path)
