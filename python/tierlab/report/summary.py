@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..trace import Trace
+from ..trace.outcome import backlog_note
 from ..trace.schema import OUTCOMES, figures
 from .numbers import figure
 
@@ -54,6 +55,9 @@ def print_summary(trace: Trace, out: Console) -> None:
         f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
         f"timeout {req['timeout']}, error {req['error']}, unfinished {req['unfinished']}"
     )
+    overloaded = backlog_note(req)
+    if overloaded:
+        out.print(f"[red]overloaded:[/] {overloaded}")
     errors = {k: v for k, v in (s["errors"] or {}).items() if v}
     if errors:
         out.print("[yellow]failed requests by kind:[/] " + ", ".join(f"{k} {v}" for k, v in errors.items()))

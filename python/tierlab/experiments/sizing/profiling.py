@@ -29,6 +29,7 @@ from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run.sweep import Run, Sweep
 from ...trace import Trace
+from ...trace.schema import sent
 from .runlog import RATE, RunLog
 
 # The paper's profiling grid (§5.3).
@@ -102,9 +103,10 @@ def _load_structure(trace: Trace) -> tuple[pd.Series, float, float]:
 
 
 def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
+    """The run's phases, its served requests/s, and the share of the requests sent
+    after the warm-up it did not serve (rejected, timed out, failed or unfinished)."""
     r = trace.summary["requests"]
-    offered = r["ok"] + r["rejected"] + r["timeout"] + r["error"]
-    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, offered)
+    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, sent(r))
 
 
 def profile_grid(
@@ -129,7 +131,8 @@ def profile_grid(
     """Profile every (M, N) of the grid with M ≥ N.
 
     A point counts as slightly overloaded once its runs reject at least `min_rejected`
-    of the requests. A system that thrashes under heavy overload serves less there than
+    of the requests sent (one unanswered at the end counts as rejected). A system
+    that thrashes under heavy overload serves less there than
     at its capacity, so the pilot can underestimate it: until the runs reject, the
     offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
     says whether each point got there). `refine` more rounds then close in on the

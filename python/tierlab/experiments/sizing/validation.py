@@ -1,7 +1,9 @@
 """The measured maximum sustainable session throughput, as Totok & Karamcheti define it
 (§5.3): the largest session arrival rate λ, on a grid of `step` (0.05), at which at
 least 60% of the runs serve 100% of their requests (no rejection, time-out or error
-after the warm-up).
+after the warm-up, and no backlog: at most `outcome.UNFINISHED_SHARE` of the requests
+sent still unanswered at the end — a run whose server falls behind may reject
+nothing while the requests it has not answered pile up).
 
 The search starts at a guess (the method's prediction), brackets the boundary with
 strides that double, then bisects the grid. Every configuration being searched advances one
@@ -20,10 +22,11 @@ from functools import partial
 import pandas as pd
 
 from ...errors import InputError
-from ...model import load_model
+from ...model import LoadedModel
 from ...model.pools import PoolSetting
 from ...run.sweep import Run, sweep
 from ...trace import Trace
+from ...trace.outcome import backlogged, unfinished_share
 from .runlog import RATE, RunLog
 
 
@@ -35,8 +38,10 @@ def servers_needed(session_rate: float, per_server: float) -> int:
 
 
 def all_served(trace: Trace) -> bool:
+    """The run served every request sent after the warm-up: none rejected, timed out
+    or failed, and no more than `UNFINISHED_SHARE` of them unanswered at the end."""
     r = trace.summary["requests"]
-    return r["ok"] > 0 and r["rejected"] + r["timeout"] + r["error"] == 0
+    return r["ok"] > 0 and r["rejected"] + r["timeout"] + r["error"] == 0 and not backlogged(r)
 
 
 def _verdict(tier: str, trace: Trace) -> tuple[bool, str]:
@@ -48,7 +53,8 @@ def _verdict(tier: str, trace: Trace) -> tuple[bool, str]:
         for p, v in server["pools"].items():
             timed_out[p] = timed_out.get(p, 0) + v["timed_out"]
     waits = ", ".join(f"{p} {n}" for p, n in timed_out.items() if n)
-    return all_served(trace), f"{r['ok']} served, {r['rejected']} rejected, {r['timeout']} timed out, {r['error']} errors" + (
+    unfinished = f"{r['unfinished']} unfinished ({unfinished_share(r):.1%} of those sent)"
+    return all_served(trace), f"{r['ok']} served, {r['rejected']} rejected, {r['timeout']} timed out, {r['error']} errors, {unfinished}" + (
         f"; waits timed out: {waits}" if waits else ""
     )
 
@@ -97,7 +103,7 @@ def _next_runs(served: list[bool], runs: int, success: float, decided: bool) -> 
 
 
 def max_sustainable_rate(
-    model,
+    model: LoadedModel,
     configs: list[tuple[int, int]],
     start: dict[tuple[int, int], float] | float,
     *,
@@ -122,7 +128,7 @@ def max_sustainable_rate(
     verdict cannot change (with 5 runs and 60%, after 3 passes or 3 failures; seeds in
     order, so the verdicts are the same, the trials' `runs` fewer) — for live runs,
     each as long as the run."""
-    loaded = load_model(model)
+    loaded = model
     setting = PoolSetting.find(loaded, tier)
     guess = start if isinstance(start, dict) else {c: start for c in configs}
     searches = [_Search(M, N, max(1, round(guess[(M, N)] / step))) for M, N in dict.fromkeys(configs)]
@@ -154,7 +160,14 @@ def max_sustainable_rate(
             ok = sum(served[i])
             passed = ok >= success * runs
             trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": len(served[i]), "passed": passed})
+            rate = s.at * step
             s.record(passed)
+            if lines:
+                verdict = "sustained" if passed else "not sustained"
+                lines.log(
+                    f"capacity search round {rounds}: M={s.M} N={s.N} at {rate:.3f} sessions/s: {ok} of {len(served[i])} runs served all, {verdict}; "
+                    + (f"λ_max = {(s.passed or 0) * step:.3f} sessions/s" if s.done else f"next {s.at * step:.3f} sessions/s")
+                )
         if lines:
             lines.bound((max_rounds - rounds) * runs * sum(not s.done for s in searches))
     result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10), "bracketed": s.done} for s in searches])

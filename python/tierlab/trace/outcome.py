@@ -1,0 +1,43 @@
+"""When a run's unfinished requests make it overloaded — the one rule every verdict
+applies (docs/trace.md, "Verdicts"): `size validate`, `live validate` and the twin's
+capacity search (a run that serves all), the profiling tests and a ramp's steps (past
+capacity), and the summary that `simulate`, `load` and `live run` print.
+
+A request sent after the warm-up and still unanswered at the end of the run
+(`requests.unfinished`) is not served, and in a run that keeps up it is rare: in a
+steady state, by Little's law, the requests in the system at the end are the arrival
+rate times the mean response time W, and those sent are the arrival rate times the
+measured seconds T, so the unfinished share is about W / T — 0.3% for W = 0.1 s over
+T = 30 s. A backlog that grew through the run leaves far more: the issue's run at 500
+sessions/s left 3,459 of 4,077 requests unfinished (85%). Past `UNFINISHED_SHARE` of
+those sent, a run is overloaded: its server did not keep up with what it was sent.
+A run whose response times are a sizeable part of its length (W > T / 100) is then
+judged overloaded though it keeps up; measure it longer."""
+
+from __future__ import annotations
+
+from .schema import StatusCounts, sent
+
+UNFINISHED_SHARE = 0.01
+
+
+def unfinished_share(counts: StatusCounts) -> float:
+    """Unfinished requests over those sent after the warm-up (0 if none was sent)."""
+    n = sent(counts)
+    return counts["unfinished"] / n if n else 0.0
+
+
+def backlogged(counts: StatusCounts) -> bool:
+    """More than `UNFINISHED_SHARE` of the requests sent were unanswered at the end:
+    the run is past capacity, whatever the finished ones say."""
+    return unfinished_share(counts) > UNFINISHED_SHARE
+
+
+def backlog_note(counts: StatusCounts) -> str | None:
+    """What a verdict says of a backlogged run (None if it is not)."""
+    if not backlogged(counts):
+        return None
+    return (
+        f"{counts['unfinished']:,} of the {sent(counts):,} requests sent after the warm-up ({unfinished_share(counts):.1%}) "
+        f"were unfinished at the end, more than {UNFINISHED_SHARE:.0%}: overloaded (the server did not keep up)"
+    )
