@@ -112,7 +112,11 @@ def test_an_unreadable_model_file_is_refused(tmp_path, monkeypatch):
     (tmp_path / "m.yaml").write_text(MODEL)
     (tmp_path / "m.yaml").chmod(0)
     if os.geteuid() == 0:  # root reads it all the same: the error it would meet, raised in its place
-        monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: (_ for _ in ()).throw(PermissionError(13, "Permission denied", str(self))))
+
+        def denied(self: Path, *args, **kwargs) -> str:
+            raise PermissionError(13, "Permission denied", str(self))
+
+        monkeypatch.setattr(Path, "read_text", denied)
     with pytest.raises(tierlab.ModelError, match="cannot read the file: Permission denied"):
         tierlab.load_model(tmp_path / "m.yaml")
 
