@@ -121,15 +121,21 @@ def server_command(
     if otel is None:
         return ["java", "-jar", str(jar), *options]
     agent = [
+        # First the jar's own agent: stdout becomes `otel`, a whole line at a time (the
+        # exporters below write from two threads; their long lines would interleave).
+        f"-javaagent:{jar}={Path(otel).resolve()}",
         f"-javaagent:{AGENT}",
         "-Dotel.service.name=tierlab-bookstore",
         # The stdout exporters write whole export requests, one JSON line each (the
-        # Collector's file format); the server's own logs go to stderr, so stdout,
-        # sent to the file below, holds nothing else.
+        # Collector's file format); the server's own logs go to stderr.
         "-Dotel.traces.exporter=experimental-otlp/stdout",
         "-Dotel.metrics.exporter=experimental-otlp/stdout",
         "-Dotel.logs.exporter=none",
         f"-Dotel.metric.export.interval={int(OTEL_METRIC_INTERVAL * 1000)}",
+        # Tomcat's thread pool (its ThreadPool MBean: threads, threads busy) as metrics.
+        "-Dotel.jmx.target.system=tomcat",
+        # The admin endpoint (the JDK's HTTP server) is not the application: its calls
+        # would be SERVER spans of a page "/".
+        "-Dotel.instrumentation.java-http-server.enabled=false",
     ]
-    # exec: the shell becomes the JVM (the same pid, for the monitor and `live down`).
-    return ["sh", "-c", 'exec "$@" >>"$0"', str(Path(otel).resolve()), "java", *agent, "-jar", str(jar), *options]
+    return ["java", *agent, "-jar", str(jar), *options]
