@@ -17,7 +17,7 @@ bottleneck of a two-node e-commerce site.
     python studies/andreolini.py --quick    # coarser ramps, one seed, shorter runs
 
 Writes studies/results/andreolini[_quick]/: ramps.csv, knees.csv, whitebox.csv,
-resources.csv, table_locks.csv, knees.png, whitebox.png, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+resources.csv, table_locks.csv, knees.png, whitebox.png, result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

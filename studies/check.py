@@ -10,9 +10,14 @@ by figure and exactly (the runs are deterministic for a model and its seeds), ot
 text line by line. Images are regenerated but not compared, since their bytes depend
 on the matplotlib version. The first difference is reported with the file and the
 figure, and the exit status is 1. The live studies (`live_sizing.py`, `cluster_live.py`,
-`twin.py`, `capacity_repeat.py`, `cpu_drift.py`, `gil_wait.py`, `contention.py`, `cpu_growth_live.py`) run on the live testbed in real time on
-a shared machine, so their figures cannot be re-run to the byte (not even `cluster_live.py --quick`'s simulated half, calibrated from
-a live profile) and they are not checked here."""
+`twin.py`) and investigations (investigations/twin: all but `cpu_growth.py`) run on the
+live testbed in real time on a shared machine, so their figures cannot be re-run to the
+byte (not even `cluster_live.py --quick`'s simulated half, calibrated from a live
+profile) and they are not checked here. `cpu_growth` (investigations/twin) reads
+committed traces and runs nothing: it is checked, from its own results folder.
+
+When a comparison fails, the versions of Python and the numerical packages each result
+ran with (result.json's `versions`) are named, committed -> now."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ variation of per-server load over time) and session migrations per request; mean
     python studies/cluster_dispatch.py --quick    # fewer loads and seeds
 
 Writes studies/results/cluster_dispatch[_quick]/: runs.csv, summary.csv, *.png and
-result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

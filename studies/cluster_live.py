@@ -37,7 +37,7 @@ them in with the rest of the request's time.
 
 Needs PostgreSQL (postgres.sh starts it; its own port). Writes
 studies/results/cluster_live[_quick]/: ramp.csv, runs.csv (live and simulated side by
-side), result.json (also printed last) and claims.json (studies/claims.py). Live numbers
+side), result.json (also printed last) and claims.json (tierlab.experiments.study.claims). Live numbers
 cannot regenerate to the byte (the wall clock and a shared machine), so studies/check.py
 does not re-run this study."""
 

@@ -9,7 +9,7 @@ app CPU would be 100% busy). Both modes see the same offered loads.
     python studies/connection_caching.py [--quick]
 
 Writes studies/results/connection_caching[_quick]/: phases.csv, connection_caching_M<M>_N<N>.png,
-result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ y* falls on the measured costs (their Fig. 4).
     python studies/cost_model.py       # instant: a least-squares fit, no simulation
 
 Writes studies/results/cost_model/: fit.csv (measured and fitted cost per point),
-result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

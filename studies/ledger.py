@@ -19,7 +19,8 @@ from tierlab.experiments.study.claims import VERDICTS, check_file
 HERE = Path(__file__).resolve().parent
 ROOT, RESULTS, README = HERE.parent, HERE / "results", HERE / "README.md"
 START, END = "<!-- ledger:start (python studies/ledger.py) -->", "<!-- ledger:end -->"
-# The papers, and the studies that score their claims, in the README's order.
+# The papers, and the studies that score their claims, in the README's order. Only
+# studies/results: the investigations (investigations/) reproduce no paper.
 PAPERS = {
     "Andreolini, Colajanni & Lancellotti — technology trends (../shared/papers/andreolini-technology-trends.txt)": ["andreolini"],
     "Wang et al. — response-time fluctuations in RUBBoS (../shared/papers/wang-rubbos-response-time-fluctuations.txt)": ["wang"],
@@ -28,12 +29,6 @@ PAPERS = {
         "connection_caching",
         "live_sizing",
         "twin",
-        "capacity_repeat",
-        "cpu_drift",
-        "gil_wait",
-        "cpu_growth",
-        "cpu_growth_live",
-        "contention",
     ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
         "cluster_dispatch",

@@ -15,7 +15,7 @@ The workload is the TPC-W shopping mix with 0.5 s think times (sessions of ~15
 requests last seconds, so runs of half a minute see many whole sessions). A request
 waits at most `--timeout` for a thread or a connection and is then rejected (503), as
 in the paper's server. Writes studies/results/live_sizing/: caching.csv, profile/,
-rates.csv, validation.csv, trials.csv, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+rates.csv, validation.csv, trials.csv, result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ for a thread and a connection (as studies/live_sizing.py):
    its optimum (Totok & Karamcheti, §4).
 2. Calibration: two live runs at one configuration (CALIBRATED) and two loads, then
    `twin calibrate --handoff` → twin.yaml (the pools' hand-off measured in the runs
-   included: studies/contention.py).
+   included: investigations/twin/contention.py).
 3. The twin route: the twin simulated at every (M, N) of the grid under the paper's
    sustainability rule (`size optimize --method twin`) and its optimum.
 4. Measurement: the live maximum sustainable session throughput at the configurations
@@ -40,88 +40,32 @@ calibration runs got)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from tierlab import LoadedModel, load_model
+from tierlab import load_model
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, max_sustainable_rate, profile_grid, sizing_by_simulation
 from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, with_provenance, write_result
 from tierlab.experiments.twin import calibrate
+from tierlab.experiments.twin.setup import CALIBRATED, CAPACITY_BOUND, RT_BOUND, THROUGHPUT_BOUND, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.verify import verify
 from tierlab.experiments.twin.verify import write as write_verify
-from tierlab.live import testbed
-from tierlab.live.cluster import free_port
-from tierlab.live.testbed import LiveRunner, Testbed
-from tierlab.model import load_yaml
+from tierlab.live.testbed import Testbed
 
-ROOT = Path(__file__).resolve().parent.parent
-MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
-MAPPING = ROOT / "examples" / "tpcw_http.yaml"
-CALIBRATED = (8, 4)  # the configuration the twin is calibrated at
 # Shares of CALIBRATED's capacity as its profile brackets it (the lowest rate its climb
 # found refusing requests, which is above the rate at which every request is served):
 # the higher one busy enough that the monitor sees the process's CPU ceiling.
 CALIBRATION_LOADS = (0.4, 0.7)
-# The client gives up after this many seconds: longer than the server's own limits
-# allow a request (1 s for a thread + 1 s for a connection + its service), so only a
-# backlog outside the pools — requests queued unread in front of an overloaded
-# process's I/O thread, which no pool times out — makes a client time-out, and a run
-# with a growing backlog fails the sustainability rule instead of hiding its
-# unfinished requests past the run's end.
-CLIENT_TIMEOUT = 3.0
 VERIFY_LOADS = (0.4, 0.8)  # shares of each configuration's measured capacity
 UNSEEN_MIX = {"SRES": 2.0}  # twice the transitions into Search
-# The issue's targets.
-THROUGHPUT_BOUND, RT_BOUND, CAPACITY_BOUND = 0.03, 0.10, 0.05
-
-
-def sizes(quick: bool) -> dict:
-    if quick:
-        # One run per rate and 10 s runs: 32 min with two runs of 12 s, the issue asks under 20.
-        return {"dbs": ["sqlite"], "M": [4, 8], "N": [2, 4], "warmup": 5.0, "duration": 10.0, "runs": 1}
-    return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5}
-
-
-@contextmanager
-def own_testbed(name: str, db: str) -> Iterator[Testbed]:
-    """A testbed of the study's own (folder .tierlab/<name>, free ports), stopped
-    however the study ends."""
-    workdir = (ROOT / ".tierlab" / name).resolve()
-    testbed.up(workdir, db=db, port=free_port(), admin_port=free_port(), log=lambda *_: None)
-    try:
-        yield Testbed(workdir)
-    finally:
-        testbed.down(workdir)
 
 
 def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False) -> dict:
     with own_testbed(f"twin-{db}", db) as bed:
         return _loop(bed, db, s, out / db, bound, log, resume, contention)
-
-
-def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
-    """The HTTP mapping (written to `out`), the live runner and the model every live run
-    of the study uses."""
-    mapping = out / "http.yaml"
-    out.mkdir(parents=True, exist_ok=True)
-    mapping.write_text(yaml.safe_dump(load_yaml(MAPPING.read_text()) | {"timeout": CLIENT_TIMEOUT}, sort_keys=False))
-    model = load_model(MODEL).with_changes(
-        {
-            "workload.think": {"exponential": 0.5},
-            "run.duration": s["warmup"] + s["duration"],
-            "run.warmup": s["warmup"],
-            "tiers.app.pools.threads.timeout": 1.0,
-            "tiers.app.pools.db.timeout": 1.0,
-            "tiers.app.pools.db.caching": "transaction",
-        }
-    )
-    return mapping, LiveRunner(bed, mapping), model
 
 
 def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool, contention: bool) -> dict:
@@ -164,11 +108,11 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
             runner(model.with_changes(at | {"workload.population.session_rate": rate})).write(path)
             ran.append(f"calibration/run{k + 1}")
         traces.append(path)
-    # The pools' hand-off in the twin: studies/contention.py found it idling half the
+    # The pools' hand-off in the twin: investigations/twin/contention.py found it idling half the
     # connection pool wherever threads outnumber connections and wait for them. The
     # contention only when asked (`--contention`): its growth with the threads held,
     # uncapped, rated the unseen configurations worse on both testbeds; capped where the
-    # handlers' CPU levels off (results/cpu_growth, cpu_growth_live), see
+    # handlers' CPU levels off (investigations/twin/results/cpu_growth, cpu_growth_live), see
     # results/twin/notes.md.
     cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention)
     twin_file = cal.write(out / "twin.yaml")

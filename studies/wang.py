@@ -18,7 +18,7 @@ the time at 1.5× the calm rate (1.3× the mean), their length set by I.
     python studies/wang.py --quick    # coarser ramps, one seed, shorter runs
 
 Writes studies/results/wang[_quick]/: bimodal.csv, thresholds.csv, threshold_ramps.csv,
-amplification.csv, stabilizers.csv, *.png, result.json (also printed last) and claims.json: the paper's claims scored (studies/claims.py)."""
+amplification.csv, stabilizers.csv, *.png, result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 

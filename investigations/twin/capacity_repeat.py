@@ -11,8 +11,8 @@ differs between repeats), on the SQLite testbed with twin.py's model, and report
 configuration the values, their mean and the largest deviation from it, and which
 configuration each repeat finds best.
 
-    python studies/capacity_repeat.py --quick   # 3 configurations × 3 repeats, the run lengths of twin_quick's result
-    python studies/capacity_repeat.py           # 4 configurations × 5 repeats, twin.py's full run lengths
+    python investigations/twin/capacity_repeat.py --quick   # 3 configurations × 3 repeats, the run lengths of twin_quick's result
+    python investigations/twin/capacity_repeat.py           # 4 configurations × 5 repeats, twin.py's full run lengths
 
 The criterion, written before the run: a single measurement can judge a 5% target
 only if every configuration's repeats fall within 5% of their mean. Live timings are
@@ -25,8 +25,7 @@ import pandas as pd
 from tierlab.experiments.sizing import max_sustainable_rate
 from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
-
-from twin import CAPACITY_BOUND, live_setup, own_testbed, sizes
+from tierlab.experiments.twin.setup import CAPACITY_BOUND, live_setup, own_testbed, sizes
 
 # A round start and grid, below every configuration's capacity in twin.py --quick's
 # run (26-48 sessions/s), not taken from any measurement.

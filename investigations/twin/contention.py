@@ -30,7 +30,7 @@ above, the process's CPU per served request (the service demand law) and the par
 handler accounts for, beside the run's mean threads busy, connections busy and waiters
 for a connection (the server's pool summary). CPU figures are scaled to the study's
 median machine speed (× the median `cpu_probe_ms` ÷ the run's: the same work's CPU time
-drifts by up to a third within minutes, studies/cpu_drift.py).
+drifts by up to a third within minutes, investigations/twin/cpu_drift.py).
 
 The criterion, written before the run, for each of the three pairings: the figure grows
 with its concurrency when their rank correlation over the runs is ≥ 0.7 and the mean
@@ -40,7 +40,7 @@ connections sit free while threads wait for them ≥ 20% of the pool on average.
 table also gives each figure's correlation with the other
 two concurrencies, so the pairing that explains it best is read off, not assumed.
 
-    python studies/contention.py      # SQLite, about 5 min
+    python investigations/twin/contention.py      # SQLite, about 5 min
 
 Live timings are the machine's; the figures do not regenerate exactly."""
 
@@ -54,8 +54,7 @@ from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.classical import demand_law
 from tierlab.experiments.twin.measured import cpu_cores, hand_offs, measured
-
-from twin import live_setup, own_testbed, sizes
+from tierlab.experiments.twin.setup import live_setup, own_testbed, sizes
 
 CONFIGS = [(2, 2), (4, 2), (4, 4), (8, 2), (8, 4), (16, 4)]
 LOADS = (10.0, 25.0, 40.0)  # sessions/s; capacities measured 30-82 on this machine, by day

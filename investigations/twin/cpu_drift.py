@@ -14,7 +14,7 @@ what no handler accounts for (their difference), and the machine's speed during 
 run (the monitor's `cpu_probe_ms`, median: the CPU time of a fixed piece of Python
 work).
 
-    python studies/cpu_drift.py      # SQLite, about 5 min
+    python investigations/twin/cpu_drift.py      # SQLite, about 5 min
 
 The criteria, written before the run: the CPU per request is a property of the
 configuration and load (what a twin may calibrate once) only if every run's figure is
@@ -33,8 +33,7 @@ from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.classical import demand_law
 from tierlab.experiments.twin.measured import cpu_cores, measured
-
-from twin import CALIBRATED, live_setup, own_testbed, sizes
+from tierlab.experiments.twin.setup import CALIBRATED, live_setup, own_testbed, sizes
 
 LIGHT, OVERLOAD = 12.0, 60.0  # sessions/s: below and far beyond (8, 4)'s capacity in twin_quick (31.6)
 RUNS, REST = 3, 60.0  # runs per block; seconds of rest before the last block

@@ -5,7 +5,7 @@ The twin's largest misses are near capacity, where the live CPU per request grow
 the load and the twin's does not (studies/results/twin/notes.md, point 3). Across
 configurations, one growth per thread held did not carry over (`twin calibrate
 --contention`), and across runs the interpreter's CPU outside the pool and the
-statements did not track the threads busy (studies/results/contention). This study
+statements did not track the threads busy (investigations/twin/results/contention). This study
 looks inside a run instead, request by request, in the live calibration traces the
 twin studies committed (SQLite and PostgreSQL at (M, N) = (8, 4), a light and a heavy
 run each): a request's handler CPU (the middleware's thread CPU time, `app.cpu_time`),
@@ -17,7 +17,7 @@ within MARGIN of the measured period's ends are left out: the records hold only
 requests sent after the warm-up and answered before the end, so their counts there
 would miss some of the others.
 
-    python studies/cpu_growth.py      # seconds: reads the committed traces, runs nothing
+    python investigations/twin/cpu_growth.py      # seconds: reads the committed traces, runs nothing
 
 The criterion, written after looking at the full study's two heavy runs (SQLite: 0.88
 of the base with none in the system, about 1.6 with 8 or more; PostgreSQL: 0.87 and
@@ -28,54 +28,20 @@ count (8): those sent among 16 or more within 10% of those sent among 8–15."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
 from tierlab.experiments.study.claims import Criterion, Ledger
-from tierlab.experiments.study.provenance import RESULTS, output_dir, study_parser, write_result
-from tierlab.experiments.twin.measured import threads_at_start
+from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
+from tierlab.experiments.twin.growth import MARGIN, binned, empty_base, relative, requests
 
 TRACES = {
     "twin_quick/sqlite": "the test",
     "twin/sqlite": "seen before the criterion",
     "twin/postgres": "seen before the criterion",
 }
-MARGIN = 2.0  # seconds at each end of the measured period
 BINS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, None)]
 GROWTH, LEVEL = 1.25, 0.10
-
-
-def label(lo: int, hi: int | None) -> str:
-    return f"{lo}+" if hi is None else str(lo) if lo == hi else f"{lo}-{hi}"
-
-
-def others_at_send(r: pd.DataFrame) -> np.ndarray:
-    """Per request, the other requests sent before it and not yet answered."""
-    sent, answered = np.sort(r.start.to_numpy()), np.sort(r.end.to_numpy())
-    t = r.start.to_numpy()
-    return np.searchsorted(sent, t, side="left") - np.searchsorted(answered, t, side="right")
-
-
-def requests(folder: Path) -> pd.DataFrame:
-    """The run's served requests sent away from its ends, with `others` and `type`."""
-    r = pd.read_parquet(folder / "requests.parquet")
-    r = r.assign(others=others_at_send(r), type=r.type.astype(str))
-    r = r.join(threads_at_start(r, "app"))
-    lo, hi = r.start.min() + MARGIN, r.end.max() - MARGIN
-    return r[(r.status == "ok") & (r.start >= lo) & (r.start <= hi)]
-
-
-def empty_base(runs: dict[str, pd.DataFrame]) -> pd.Series:
-    """Per type, the mean handler CPU of both runs' requests sent to an empty system."""
-    both = pd.concat(runs.values())
-    return both[both.others == 0].groupby("type")["app.cpu_time"].mean()
-
-
-def relative(r: pd.DataFrame, base: pd.Series) -> pd.Series:
-    """Each request's handler CPU ÷ its type's in `base`."""
-    return r["app.cpu_time"] / r.type.map(base)
 
 
 def held_and_computing(run: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
@@ -85,16 +51,6 @@ def held_and_computing(run: pd.DataFrame, base: pd.Series) -> pd.DataFrame:
     rel = relative(run, base)
     cells = [pd.cut(run.held, [-1, 3, 100], labels=["0-3", "4+"]), pd.cut(run.computing, [-100, 1, 3, 100], labels=["0-1", "2-3", "4+"])]
     return rel.groupby(cells, observed=True).agg(["size", "mean"]).rename(columns={"size": "requests", "mean": "cpu_vs_empty"}).reset_index()
-
-
-def binned(count: pd.Series, rel: pd.Series, bins: list[tuple[int, int | None]], name: str) -> pd.DataFrame:
-    """Per bin of `count` (a column `name`, labelled as `label` does): the requests with
-    a relative CPU, and its mean (None for an empty bin)."""
-    rows = []
-    for lo, hi in bins:
-        inside = (count >= lo) & (count <= (hi if hi is not None else np.inf)) & rel.notna()
-        rows.append({name: label(lo, hi), "requests": int(inside.sum()), "cpu_vs_empty": float(rel[inside].mean()) if inside.any() else None})
-    return pd.DataFrame(rows)
 
 
 def growth(runs: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -109,7 +65,7 @@ def main() -> None:
     out = output_dir("cpu_growth", a)
     tables, splits = [], []
     for source, role in TRACES.items():
-        folder = RESULTS / source / "calibration"
+        folder = root() / "studies" / "results" / source / "calibration"
         runs = {run.name: requests(run) for run in sorted(folder.iterdir())}
         tables.append(growth(runs).assign(traces=source, role=role))
         splits.append(held_and_computing(runs["run2"], empty_base(runs)).assign(traces=source))

@@ -14,8 +14,8 @@ found 8 or more threads held (14–16 for nearly all), none was sent to an empty
 and neither claim could be scored. A run at 16 sessions/s was added after it and
 before its own run, with the same criteria; both are kept, each scored on its own.
 
-    python studies/cpu_growth_live.py            # SQLite, about 2 min
-    python studies/cpu_growth_live.py --resume   # re-analyse the saved run
+    python investigations/twin/cpu_growth_live.py            # SQLite, about 2 min
+    python investigations/twin/cpu_growth_live.py --resume   # re-analyse the saved run
 
 The criteria, written before the run, on the handler CPU per request divided by its
 type's mean over the run's requests sent to an empty system:
@@ -32,9 +32,8 @@ import pandas as pd
 
 from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
-
-from cpu_growth import binned, empty_base, relative, requests
-from twin import live_setup, own_testbed, sizes
+from tierlab.experiments.twin.growth import binned, empty_base, relative, requests
+from tierlab.experiments.twin.setup import live_setup, own_testbed, sizes
 
 M, N = 16, 2
 LOADS = (26.0, 16.0)  # sessions/s; see the docstring for why two

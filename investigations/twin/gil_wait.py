@@ -1,7 +1,7 @@
 """Why the live bookstore's capacity depends on its pools when the twin's barely does
 (issue 16).
 
-Measured repeatedly (studies/results/capacity_repeat_quick), the maximum sustainable
+Measured repeatedly (investigations/twin/results/capacity_repeat_quick), the maximum sustainable
 throughput was 34–41 sessions/s at (M, N) = (4, 2), 50–57 at (4, 4) and 30–38 at
 (8, 4); the twin calibrated at (8, 4) put all three within 4% of each other. The
 hypothesis: CPython's interpreter lock. A handler thread leaves the lock while SQLite
@@ -18,7 +18,7 @@ CPU, its time at the tier off a CPU (its residence less its CPU: lock waits, I/O
 pool waits), the connection held (`with_db_active`), the statements' time inside it
 (`db_time`), and the waits for a thread and for a connection.
 
-    python studies/gil_wait.py      # SQLite, about 3 min
+    python investigations/twin/gil_wait.py      # SQLite, about 3 min
 
 The criterion, written before the run: the lock's waits are a mechanism the twin lacks
 if the connection held per request grows from (4, 4) to (8, 4) by at least 20 points
@@ -27,17 +27,15 @@ machine's; the figures do not regenerate exactly."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from tierlab import load_model, simulate
 from tierlab.experiments.study.claims import Criterion, Ledger
-from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
+from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
+from tierlab.experiments.twin.setup import live_setup, own_testbed, sizes
 
-from twin import live_setup, own_testbed, sizes
-
-TWIN = Path(__file__).resolve().parent / "results" / "twin_quick" / "sqlite" / "twin.yaml"
+# The twin of twin_quick (studies/twin.py --quick), from the repository's root.
+TWIN = "studies/results/twin_quick/sqlite/twin.yaml"
 CONFIGS = [(4, 2), (4, 4), (8, 4)]
 LOAD = 20.0  # sessions/s: below every configuration's measured capacity (30–57)
 SEEDS = (1, 2, 3)
@@ -63,7 +61,8 @@ def main() -> None:
     a = study_parser(__doc__, quick=False).parse_args()
     out = output_dir("gil_wait", a)
     s = sizes(True) | {"duration": 20.0}
-    twin = load_model(TWIN)
+    twin_file = root() / TWIN
+    twin = load_model(twin_file)
     rows = []
     with own_testbed("gil-wait", "sqlite") as bed:
         _, runner, model = live_setup(bed, s, out)
@@ -92,7 +91,7 @@ def main() -> None:
     ledger.write(out)
     write_result(
         out,
-        {"load": LOAD, "twin": str(TWIN.relative_to(TWIN.parents[3])), "held_growth_4_4_to_8_4": growth, "per_request": table.to_dict(orient="records")},
+        {"load": LOAD, "twin": TWIN, "held_growth_4_4_to_8_4": growth, "per_request": table.to_dict(orient="records")},
         SEEDS,
     )
 

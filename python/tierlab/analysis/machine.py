@@ -1,7 +1,7 @@
 """The machine live runs shared, from their resource monitors' `machine` series
 (docs/trace.md): its load and its speed, to read the runs' figures beside. The same
 work's CPU time drifts by a third within minutes on a shared machine
-(studies/cpu_drift.py)."""
+(investigations/twin/cpu_drift.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ stop there.
 Every second it also records the machine itself (tier `machine`): the 1-minute load
 average and the CPU time a fixed piece of Python work takes (`cpu_probe_ms`). The same
 work's CPU time drifts by a third within minutes on a shared machine
-(studies/cpu_drift.py), so a run's figures are read beside the speed it ran at."""
+(investigations/twin/cpu_drift.py), so a run's figures are read beside the speed it ran at."""
 
 from __future__ import annotations
 
