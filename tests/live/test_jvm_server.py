@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ from tierlab.live import jvm, load_mapping, testbed
 from tierlab.live.server.bookstore import Bookstore, Database
 from tierlab.live.server.middleware import ConnectionPool, Tier
 
-from conftest import MAPPING, free_ports, live_model
+from conftest import MAPPING, ROOT, free_ports, live_model
 
 PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 # One request of each page, as examples/tpcw_http.yaml sends them: (type, method, path, form).
@@ -52,19 +53,29 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def bed(tmp_path_factory):
-    """The JVM bookstore up, as `live up --server java` brings it up: M = 4, N = 2."""
-    workdir = testbed.prepare(tmp_path_factory.mktemp("jvm") / "live", [])
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def bed(request, tmp_path_factory):
+    """The JVM bookstore up, as `live up --server java` brings it up: M = 4, N = 2, on
+    SQLite (the embedded default) and on the project's PostgreSQL (postgres.sh)."""
+    if request.param == "postgres" and not _postgres_available() and not os.environ.get("CI"):
+        pytest.skip("PostgreSQL is not installed and cannot be (not root); CI installs it")
+    # PostgreSQL's data must be reachable by its own user: under the project, beside test_live_testbed's.
+    where = (ROOT / ".tierlab" / "test" / "jvm") if request.param == "postgres" else tmp_path_factory.mktemp("jvm") / "live"
+    workdir = testbed.prepare(where, [])
     port, admin_port = free_ports()
-    url = testbed.database(workdir, "sqlite", 1000, 1, log=lambda *_: None)
+    url = testbed.database(workdir, request.param, 1000, 1, log=lambda *_: None)
     logfile = workdir / "server.log"
     cmd = jvm.server_command(workdir, url, port, admin_port, 4, 2, "transaction", log=lambda *_: None)
-    state = testbed.State(testbed.spawn(cmd, logfile), port, admin_port, url, "sqlite", str(workdir), str(logfile))
+    state = testbed.State(testbed.spawn(cmd, logfile), port, admin_port, url, request.param, str(workdir), str(logfile))
     testbed.save(state)
     testbed.await_admin(state, [testbed.Admin(state)], logfile, within=jvm.START_WITHIN)
     yield state
     testbed.down(workdir)
+
+
+def _postgres_available() -> bool:
+    """PostgreSQL's binaries, or a package manager that can install them."""
+    return any(Path("/usr/lib/postgresql").glob("*/bin")) or os.geteuid() == 0
 
 
 def _get(state: testbed.State, method: str, path: str, form: dict | None, headers: dict | None = None) -> tuple[int, str]:
@@ -79,14 +90,23 @@ def _get(state: testbed.State, method: str, path: str, form: dict | None, header
 
 def _python_page(db: str, method: str, path: str, form: dict | None) -> tuple[str, str]:
     """The Python bookstore's page for the same request, in process, on the same database."""
-    database = Database(db)
-    pool = ConnectionPool(database.connect, size=1)
+    database, made = Database(db), []
+
+    def connect():
+        made.append(database.connect())
+        return made[-1]
+
+    pool = ConnectionPool(connect, size=1)
     tier = Tier(Bookstore(database, pool), threads=1, db=pool)
     body = urllib.parse.urlencode(form).encode() if form else b""
     route, _, query = path.partition("?")
     environ = {"PATH_INFO": route, "QUERY_STRING": query, "REQUEST_METHOD": method, "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
     got: dict = {}
-    page = b"".join(tier(environ, lambda status, headers: got.update(status=status)))
+    try:
+        page = b"".join(tier(environ, lambda status, headers: got.update(status=status)))
+    finally:
+        for conn in made:
+            conn.close()
     return got["status"], page.decode()
 
 

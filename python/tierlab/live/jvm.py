@@ -12,7 +12,7 @@ which the jar bundles. The database is the one the Python data generator populat
 With `otel=FILE` the OpenTelemetry Java agent (a Maven artifact, fetched by the pom's
 `otel` profile) is attached, exporting traces and metrics as OTLP/JSON lines
 (`{"resourceSpans": …}`, `{"resourceMetrics": …}`, one export request per line) to
-FILE."""
+FILE, through the jar's own agent (`OtelOut`) that keeps the lines whole."""
 
 from __future__ import annotations
 
