@@ -185,7 +185,11 @@ def test_python_bookstore_fixture():
             "\n",
             r"line 2: spans of service 'other', while line 1 had 'shop': .* --service 'shop'",
         ),
-        ([spans_line([{**span(1, 1, None, 2, 0, 5), "startTimeUnixNano": "soon"}])], "\n", r"line 1: startTimeUnixNano is 'soon', not a time in nanoseconds"),
+        (
+            [spans_line([{**span(1, 1, None, 2, 0, 5), "startTimeUnixNano": "soon"}])],
+            "\n",
+            r"line 1: span 'op': startTimeUnixNano is 'soon', not a time in nanoseconds",
+        ),
         ([metrics_line([{"name": "process.cpu.time", "histogram": {}}])], "\n", r"line 1: metric process.cpu.time has no gauge or sum data"),
         ([metrics_line([gauge("db.client.connection.max", [(0, 1, {})])])], "\n", r"no SERVER spans"),
     ],
@@ -234,3 +238,26 @@ def test_enums_by_name_and_delta_sums(tmp_path):
     t = otel.read(write(tmp_path / "e.jsonl", [spans_line([s, span(1, 2, None, 2, 1999, 2000)]), metrics_line([cpu])]), window=1.0)
     assert len(t.requests) == 2
     assert list(t.series("app", "cpu_user")[0]) == pytest.approx([0.25, 0.25, 0.0])
+
+
+def test_original_field_names_and_wrong_types(tmp_path):
+    """proto3's JSON mapping accepts a field's original name as well as its JSON one;
+    a value of the wrong type is named with its path in the request."""
+    s = span(1, 1, None, 2, 0, 5)
+    snake = {
+        "trace_id": s["traceId"],
+        "span_id": s["spanId"],
+        "kind": 2,
+        "start_time_unix_nano": s["startTimeUnixNano"],
+        "end_time_unix_nano": s["endTimeUnixNano"],
+    }
+    t = otel.read(write(tmp_path / "s.jsonl", [spans_line([snake])]))
+    assert len(t.requests) == 1 and "skipped.unknown_fields" not in t.summary["missing"]
+    with pytest.raises(InputError, match=r"line 1: Expected `int \| str \| null`, got `object` - at `\$.resourceSpans\[0\].scopeSpans\[0\].spans\[0\].kind`"):
+        otel.read(write(tmp_path / "k.jsonl", [spans_line([s | {"kind": {"server": True}}])]))
+
+
+def test_an_attribute_value_of_the_wrong_type(tmp_path):
+    s = span(1, 1, None, 2, 0, 5) | {"attributes": [{"key": "http.route", "value": {"stringValue": 7}}]}
+    with pytest.raises(InputError, match=r"line 1: an attribute's value .*Expected `str \| null`, got `int` - at `\$.stringValue`"):
+        otel.read(write(tmp_path / "a.jsonl", [spans_line([s])]))

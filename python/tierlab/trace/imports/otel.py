@@ -26,12 +26,15 @@ calls to other services), logs and other metrics are skipped, and `missing` coun
 was skipped and why, as it names what no standard span shows (the wait for a worker
 thread, getConnection(), the CPU per request).
 
-Parsing: each line is parsed by orjson and checked field by field against the official
-message definitions (`opentelemetry-proto`'s descriptors: the JSON names, the enum
-values, which fields hold lists, messages or numbers). protobuf's own `json_format`
-parses 6,800 spans/s here, a fifteenth of the rate a trace import must reach
-(benchmarks/otel_import.py); a field the definitions do not know is skipped, as OTLP/JSON
-receivers must, and counted in `missing`."""
+Parsing: by the official message definitions (`opentelemetry-proto`'s descriptors),
+not by hand — but not by protobuf's `json_format`, which parses 6,800 spans/s here, a
+fifteenth of the rate an import must reach (benchmarks/otel_import.py). Each message a
+trace reads becomes a msgspec Struct generated from its descriptor (the JSON names, the
+types proto3's JSON mapping allows), so a line is decoded and type-checked in C. A line
+the Structs refuse takes a careful path: parsed by orjson (a cut-off or malformed line
+is named), original field names renamed to the JSON ones, fields the definitions lack
+dropped and counted in `missing` (OTLP/JSON receivers must ignore them), then decoded
+again, a wrong type named with its path."""
 
 from __future__ import annotations
 
@@ -48,9 +51,11 @@ import pandas as pd
 from ...errors import InputError
 
 try:
+    import msgspec
     import orjson
     from google.protobuf.descriptor import Descriptor, FieldDescriptor
     from opentelemetry.proto.common.v1 import common_pb2
+    from opentelemetry.proto.logs.v1 import logs_pb2
     from opentelemetry.proto.metrics.v1 import metrics_pb2
     from opentelemetry.proto.resource.v1 import resource_pb2
     from opentelemetry.proto.trace.v1 import trace_pb2
@@ -70,28 +75,13 @@ ERROR = 2  # Status.StatusCode.STATUS_CODE_ERROR
 WANTED = set(NAME_ATTRS) | {"service.name", "db.client.connection.state", "state", "cpu.mode", "process.cpu.state"}
 
 
-class _Shape:
-    """One OTLP message's JSON shape from its descriptor: the names a field may have
-    (proto3's JSON mapping accepts the lowerCamelCase and the original name), and per
-    name whether it repeats, holds a message, an enum or a 64-bit integer."""
-
-    def __init__(self, d: Descriptor) -> None:
-        self.name = d.name
-        self.fields: dict[str, FieldDescriptor] = {}
-        for f in d.fields:
-            self.fields[f.json_name] = self.fields[f.name] = f
-
-    def check(self, obj: Any, where: str, line: int, seen: Seen) -> dict:
-        if not isinstance(obj, dict):
-            raise InputError(f"{seen.path} line {line}: {where} is a {type(obj).__name__}, not a JSON object ({self.name})")
-        if not self.fields.keys() >= obj.keys():
-            for k in obj.keys() - self.fields.keys():
-                seen.unknown[f"{self.name}.{k}"] += 1
-        return obj
-
-
-def _shapes() -> dict[str, _Shape]:
-    messages: list[Any] = [
+# The messages a trace reads, decoded field by field; any other (events, links, the
+# scope, histograms, exemplars) is skipped undecoded (msgspec.Raw), and so is an
+# attribute's value (AnyValue) until its key is one a trace reads (`_value`): most are
+# not (a statement's text, a peer's address), and decoding them was half the time.
+MODELLED = {
+    m.DESCRIPTOR.full_name
+    for m in (
         trace_pb2.TracesData,
         trace_pb2.ResourceSpans,
         trace_pb2.ScopeSpans,
@@ -103,25 +93,63 @@ def _shapes() -> dict[str, _Shape]:
         metrics_pb2.Metric,
         metrics_pb2.Gauge,
         metrics_pb2.Sum,
-        metrics_pb2.Histogram,
         metrics_pb2.NumberDataPoint,
-        metrics_pb2.HistogramDataPoint,
         resource_pb2.Resource,
         common_pb2.KeyValue,
-        common_pb2.AnyValue,
+    )
+}
+WIDE = {FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_UINT64, FieldDescriptor.TYPE_FIXED64, FieldDescriptor.TYPE_SFIXED64, FieldDescriptor.TYPE_SINT64}
+FLOATS = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT}
+
+
+def _field_type(f: FieldDescriptor, made: dict[str, Any]) -> Any:
+    """The JSON type proto3's mapping gives a field: a 64-bit integer or an enum as a
+    number or a string (its decimal digits; the enum's name), a float also as a string
+    ("NaN"), bytes as a string (OTLP/JSON: ids in hex), a message as an object."""
+    if f.type == FieldDescriptor.TYPE_MESSAGE:
+        t: Any = _struct(f.message_type, made) if f.message_type.full_name in MODELLED else msgspec.Raw
+    elif f.type == FieldDescriptor.TYPE_ENUM or f.type in WIDE:
+        t = int | str
+    elif f.type in FLOATS:
+        t = float | str
+    elif f.type == FieldDescriptor.TYPE_BOOL:
+        t = bool
+    elif f.type in (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES):
+        t = str
+    else:
+        t = int
+    return list[t] if f.is_repeated else (t if t is msgspec.Raw else t | None)
+
+
+def _struct(d: Descriptor, made: dict[str, Any]) -> Any:
+    """The message as a msgspec Struct, its fields by their JSON (lowerCamelCase) names:
+    decoded and type-checked in C, a field the definition lacks refused (the line then
+    takes the careful path, `_cleaned`)."""
+    if d.full_name not in made:
+        fields: list[tuple[str, Any, Any]] = [(f.json_name, _field_type(f, made), [] if f.is_repeated else None) for f in d.fields]
+        made[d.full_name] = msgspec.defstruct(d.name, fields, forbid_unknown_fields=True, frozen=True)
+    return made[d.full_name]
+
+
+def _request_struct() -> tuple[Any, dict[str, Any]]:
+    """An export request of any signal (the fields of TracesData, MetricsData and
+    LogsData: one line holds one of them), and every message's Struct by name."""
+    made: dict[str, Any] = {}
+    fields: list[tuple[str, Any, Any]] = [
+        (f.json_name, _field_type(f, made), []) for data in (trace_pb2.TracesData, metrics_pb2.MetricsData, logs_pb2.LogsData) for f in data.DESCRIPTOR.fields
     ]
-    return {m.DESCRIPTOR.name: _Shape(m.DESCRIPTOR) for m in messages}
+    return msgspec.defstruct("ExportRequest", fields, forbid_unknown_fields=True, frozen=True), made
 
 
-SHAPES = _shapes()
+REQUEST, STRUCTS = _request_struct()
+DECODER = msgspec.json.Decoder(REQUEST)
+ANY_VALUE = msgspec.json.Decoder(_struct(common_pb2.AnyValue.DESCRIPTOR, STRUCTS))
+DESCRIPTORS = {m.DESCRIPTOR.full_name: m.DESCRIPTOR for m in (trace_pb2.TracesData, metrics_pb2.MetricsData, logs_pb2.LogsData)}
 KINDS = {v.name: v.number for v in trace_pb2.Span.DESCRIPTOR.enum_types_by_name["SpanKind"].values}
 TEMPORALITY = {v.name: v.number for v in metrics_pb2.AggregationTemporality.DESCRIPTOR.values}
+STATUS_CODES = {v.name: v.number for v in trace_pb2.Status.DESCRIPTOR.enum_types_by_name["StatusCode"].values}
 DELTA = TEMPORALITY["AGGREGATION_TEMPORALITY_DELTA"]
-# The top-level fields of an export request (ExportTraceServiceRequest and
-# ExportMetricsServiceRequest have the same field as TracesData and MetricsData);
-# resourceLogs and resourceProfiles are valid OTLP that a trace does not use.
-SIGNALS = {"resourceSpans", "resource_spans", "resourceMetrics", "resource_metrics"}
-OTHER_SIGNALS = {"resourceLogs", "resource_logs", "resourceProfiles", "resource_profiles"}
+SIGNALS = {f.json_name for d in DESCRIPTORS.values() for f in d.fields} | {f.name for d in DESCRIPTORS.values() for f in d.fields}
 
 
 @dataclass
@@ -140,10 +168,11 @@ class Seen:
     codes: list[str] = field(default_factory=list)
     errors: list[bool] = field(default_factory=list)
     parent: dict[str, str] = field(default_factory=dict)  # INTERNAL span → its parent (keys)
-    db: list[tuple[str, int]] = field(default_factory=list)  # database spans: parent key, duration (ns)
+    # database spans by their parent's key: [spans, total duration (ns)] — one entry per
+    # parent, not per span, so the memory grows with the requests, not the statements
+    db: dict[str, list[int]] = field(default_factory=dict)
     db_systems: set[str] = field(default_factory=set)
     points: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))  # (metric, attribute) → (ns, value)
-    units: dict[str, str] = field(default_factory=dict)
     pool_names: set[str] = field(default_factory=set)
     skipped: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     unknown: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -158,7 +187,10 @@ def read(paths: list[str | Path] | str | Path, window: float = 1.0, warmup: floa
     for path in files:
         seen.path = path
         for line, text in _lines(path):
-            _request(text, line, seen)
+            try:
+                _request(_decoded(text, line, seen), line, seen)
+            except _BadValue as e:
+                raise InputError(f"{path} line {line}: {e}") from None
     return _trace(seen, files, window, warmup)
 
 
@@ -172,104 +204,148 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
         raise InputError(f"cannot read {path}: {e}") from None
 
 
-def _request(text: bytes, line: int, seen: Seen) -> None:
+def _decoded(text: bytes, line: int, seen: Seen) -> Any:
+    """One export request. Decoded straight into the Structs; a line they refuse takes
+    the careful path: parsed as JSON (a cut-off or malformed line is named), fields
+    renamed from their original names to the JSON ones and those the definitions lack
+    dropped and counted (OTLP/JSON receivers must ignore them), then decoded again —
+    a field of the wrong type is then named with its path."""
+    try:
+        return DECODER.decode(text)
+    except msgspec.MsgspecError:
+        pass
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         cut = "" if text.endswith(b"\n") else " (the file ends inside it: cut off?)"
         raise InputError(f"{seen.path} line {line}: not a JSON object{cut}: {e}") from None
-    if not isinstance(obj, dict) or not obj.keys() & (SIGNALS | OTHER_SIGNALS):
+    if not isinstance(obj, dict) or not obj.keys() & SIGNALS:
         got = ", ".join(list(obj)[:4]) if isinstance(obj, dict) else type(obj).__name__
         raise InputError(
             f"{seen.path} line {line}: not an OTLP export request (expected resourceSpans or resourceMetrics, got {got or 'an empty object'}); "
             "write OTLP/JSON lines, e.g. the Collector's file exporter or otel.traces.exporter=logging-otlp"
         )
-    for key, value in obj.items():
-        if key in ("resourceSpans", "resource_spans"):
-            for rs in _list(value, key, line, seen):
-                _resource_spans(rs, line, seen)
-        elif key in ("resourceMetrics", "resource_metrics"):
-            for rm in _list(value, key, line, seen):
-                _resource_metrics(rm, line, seen)
-        elif key in OTHER_SIGNALS:
-            seen.skipped[f"{key} (not used by a trace)"] += len(value) if isinstance(value, list) else 1
-        else:
-            seen.unknown[f"ExportRequest.{key}"] += 1
-
-
-def _list(value: Any, where: str, line: int, seen: Seen) -> list:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise InputError(f"{seen.path} line {line}: {where} is a {type(value).__name__}, not a list")
-    return value
-
-
-def _attrs(items: Any, where: str, line: int, seen: Seen) -> dict[str, Any]:
-    """The attributes a trace reads, of a list of KeyValue (the rest are passed over)."""
-    out = {}
-    for kv in _list(items, where, line, seen):
-        if not isinstance(kv, dict) or "key" not in kv:
-            raise InputError(f'{seen.path} line {line}: {where} holds {str(kv)[:60]}, not a KeyValue ({{"key": …, "value": …}})')
-        if kv["key"] in WANTED:
-            value = SHAPES["AnyValue"].check(kv.get("value", {}), f"{where}.{kv['key']}", line, seen)
-            out[kv["key"]] = next(iter(value.values()), None)
-    return out
-
-
-def _ns(value: Any, where: str, line: int, seen: Seen) -> int:
-    """A fixed64 time (ns since the epoch): a JSON string or number by the mapping."""
+    top = {f.name: f for d in DESCRIPTORS.values() for f in d.fields} | {f.json_name: f for d in DESCRIPTORS.values() for f in d.fields}
+    cleaned = {top[k].json_name: _cleaned(v, top[k], k, line, seen) for k, v in obj.items() if k in top}
+    for k in obj.keys() - top.keys():
+        seen.unknown[f"ExportRequest.{k}"] += 1
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{seen.path} line {line}: {where} is {value!r}, not a time in nanoseconds") from None
+        return msgspec.json.decode(orjson.dumps(cleaned), type=REQUEST)
+    except msgspec.ValidationError as e:
+        raise InputError(f"{seen.path} line {line}: {e} (OTLP/JSON, opentelemetry-proto's definitions)") from None
+
+
+def _cleaned(value: Any, f: FieldDescriptor, where: str, line: int, seen: Seen) -> Any:
+    """`value` of field `f` with, in every modelled message under it, the original
+    field names renamed to the JSON ones and the unknown ones dropped (counted)."""
+    if f.type != FieldDescriptor.TYPE_MESSAGE or f.message_type.full_name not in MODELLED or value is None:
+        return value
+    if f.is_repeated:
+        if not isinstance(value, list):
+            raise InputError(f"{seen.path} line {line}: {where} is a {type(value).__name__}, not a list")
+        return [_cleaned_message(v, f.message_type, where, line, seen) for v in value]
+    return _cleaned_message(value, f.message_type, where, line, seen)
+
+
+def _cleaned_message(obj: Any, d: Descriptor, where: str, line: int, seen: Seen) -> Any:
+    if not isinstance(obj, dict):
+        raise InputError(f"{seen.path} line {line}: {where} holds a {type(obj).__name__}, not a JSON object ({d.name})")
+    by_name = {f.name: f for f in d.fields} | {f.json_name: f for f in d.fields}
+    for k in obj.keys() - by_name.keys():
+        seen.unknown[f"{d.name}.{k}"] += 1
+    return {by_name[k].json_name: _cleaned(v, by_name[k], f"{where}.{k}", line, seen) for k, v in obj.items() if k in by_name}
+
+
+def _request(req: Any, line: int, seen: Seen) -> None:
+    for rs in req.resourceSpans:
+        _resource_spans(rs, line, seen)
+    for rm in req.resourceMetrics:
+        _resource_metrics(rm, line, seen)
+    if req.resourceLogs:
+        seen.skipped["resourceLogs (not used by a trace)"] += len(req.resourceLogs)
+
+
+class _BadValue(ValueError):
+    """An attribute's value that is not an AnyValue (`read` names its line)."""
+
+
+def _value(raw: Any) -> Any:
+    """An AnyValue's scalar (arrays and maps are not read: None)."""
+    try:
+        v = ANY_VALUE.decode(raw)
+    except msgspec.MsgspecError as e:
+        raise _BadValue(f"an attribute's value {bytes(raw)[:60]!r}: {e} (OTLP/JSON AnyValue)") from None
+    if v is None:
+        return None
+    if v.stringValue is not None:
+        return v.stringValue
+    if v.intValue is not None:
+        return int(v.intValue)
+    return v.doubleValue if v.doubleValue is not None else v.boolValue
+
+
+def _attrs(items: list) -> dict[str, Any]:
+    """The attributes a trace reads, of a list of KeyValue (the rest are passed over)."""
+    return {kv.key: _value(kv.value) for kv in items if kv.key in WANTED}
+
+
+def _ns(value: Any, what: str, name: str, line: int, seen: Seen) -> int:
+    """A fixed64 time (ns since the epoch), 0 when absent."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        raise InputError(f"{seen.path} line {line}: {name}: {what} is {value!r}, not a time in nanoseconds") from None
+
+
+def _service_of(resource: Any) -> str:
+    return str(_attrs(resource.attributes).get("service.name", "unknown_service")) if resource is not None else "unknown_service"
 
 
 def _resource_spans(rs: Any, line: int, seen: Seen) -> None:
-    rs = SHAPES["ResourceSpans"].check(rs, "resourceSpans[]", line, seen)
-    resource = SHAPES["Resource"].check(rs.get("resource", {}), "resource", line, seen)
-    name = str(_attrs(resource.get("attributes"), "resource.attributes", line, seen).get("service.name", "unknown_service"))
-    scopes = _list(rs.get("scopeSpans", rs.get("scope_spans")), "scopeSpans", line, seen)
+    name = _service_of(rs.resource)
     if not _service(name, line, seen):
-        seen.skipped[f"spans of service {name!r} (not --service {seen.service})"] += sum(len(s.get("spans") or []) for s in scopes if isinstance(s, dict))
+        seen.skipped[f"spans of service {name!r} (not --service {seen.service})"] += sum(len(s.spans) for s in rs.scopeSpans)
         return
-    span_shape, status_shape = SHAPES["Span"], SHAPES["Status"]
-    for ss in scopes:
-        ss = SHAPES["ScopeSpans"].check(ss, "scopeSpans[]", line, seen)
-        for span in _list(ss.get("spans"), "spans", line, seen):
-            span = span_shape.check(span, "span", line, seen)
-            kind = span.get("kind", 0)
+    for ss in rs.scopeSpans:
+        for span in ss.spans:
+            kind = span.kind or 0
             kind = KINDS.get(kind, -1) if isinstance(kind, str) else kind
             if kind not in (SERVER, CLIENT, INTERNAL):
                 seen.skipped["spans of other kinds (PRODUCER, CONSUMER, unspecified)"] += 1
                 continue
-            trace_id, span_id = span.get("traceId", ""), span.get("spanId", "")
+            trace_id, span_id = span.traceId or "", span.spanId or ""
             if not trace_id or not span_id:
-                raise InputError(f"{seen.path} line {line}: span {span.get('name', '')!r} has no traceId or spanId")
-            start = _ns(span.get("startTimeUnixNano"), "startTimeUnixNano", line, seen)
-            end = _ns(span.get("endTimeUnixNano", 0), "endTimeUnixNano", line, seen)
+                raise InputError(f"{seen.path} line {line}: span {span.name or ''!r} has no traceId or spanId")
+            try:
+                start, end = int(span.startTimeUnixNano or 0), int(span.endTimeUnixNano or 0)
+            except ValueError:
+                for what in ("startTimeUnixNano", "endTimeUnixNano"):  # the message names the one that is wrong
+                    _ns(getattr(span, what), what, f"span {span.name or ''!r}", line, seen)
+                raise
             if end <= 0:
-                raise InputError(f"{seen.path} line {line}: span {span.get('name', '')!r} ({span_id}) has no endTimeUnixNano: an exported span has ended")
+                raise InputError(f"{seen.path} line {line}: span {span.name or ''!r} ({span_id}) has no endTimeUnixNano: an exported span has ended")
             if end < start:
-                raise InputError(f"{seen.path} line {line}: span {span.get('name', '')!r} ({span_id}) ends {(start - end) / 1e9:.6g} s before it starts")
-            parent = span.get("parentSpanId") or ""
-            attrs = _attrs(span.get("attributes"), "span.attributes", line, seen)
+                raise InputError(f"{seen.path} line {line}: span {span.name or ''!r} ({span_id}) ends {(start - end) / 1e9:.6g} s before it starts")
+            parent = span.parentSpanId or ""
             if kind == SERVER:
+                attrs = _attrs(span.attributes)
                 seen.keys.append(trace_id + span_id)
                 seen.start.append(start)
                 seen.end.append(end)
-                seen.types.append(str(attrs.get(ROUTE) or span.get("name") or "unnamed"))
-                code = attrs.get("http.response.status_code", attrs.get("http.status_code", ""))
-                seen.codes.append(str(code))
-                status = status_shape.check(span.get("status") or {}, "status", line, seen).get("code", 0)
-                seen.errors.append(status in (ERROR, "STATUS_CODE_ERROR"))
+                seen.types.append(str(attrs.get(ROUTE) or span.name or "unnamed"))
+                seen.codes.append(str(attrs.get("http.response.status_code", attrs.get("http.status_code", ""))))
+                code = span.status.code if span.status is not None else 0
+                seen.errors.append((STATUS_CODES.get(code, 0) if isinstance(code, str) else code) == ERROR)
             elif kind == CLIENT:
+                attrs = _attrs(span.attributes)
                 system = attrs.get("db.system.name", attrs.get("db.system"))
                 if system is None:
                     seen.skipped["CLIENT spans without db.system (calls to other services)"] += 1
                     continue
                 seen.db_systems.add(str(system))
-                seen.db.append((trace_id + parent, end - start))
+                counts = seen.db.setdefault(trace_id + parent, [0, 0])
+                counts[0] += 1
+                counts[1] += end - start
             elif parent:
                 seen.parent[trace_id + span_id] = trace_id + parent
             else:
@@ -310,41 +386,34 @@ POOL_NAME = ("db.client.connection.pool.name", "pool.name")
 
 
 def _resource_metrics(rm: Any, line: int, seen: Seen) -> None:
-    rm = SHAPES["ResourceMetrics"].check(rm, "resourceMetrics[]", line, seen)
-    resource = SHAPES["Resource"].check(rm.get("resource", {}), "resource", line, seen)
-    name = str(_attrs(resource.get("attributes"), "resource.attributes", line, seen).get("service.name", "unknown_service"))
+    name = _service_of(rm.resource)
     if not _service(name, line, seen):
         seen.skipped[f"metrics of service {name!r} (not --service {seen.service})"] += 1
         return
-    for sm in _list(rm.get("scopeMetrics", rm.get("scope_metrics")), "scopeMetrics", line, seen):
-        sm = SHAPES["ScopeMetrics"].check(sm, "scopeMetrics[]", line, seen)
-        for metric in _list(sm.get("metrics"), "metrics", line, seen):
-            metric = SHAPES["Metric"].check(metric, "metric", line, seen)
+    for sm in rm.scopeMetrics:
+        for metric in sm.metrics:
             _metric(metric, line, seen)
 
 
-def _metric(metric: dict, line: int, seen: Seen) -> None:
-    name = str(metric.get("name", ""))
+def _metric(metric: Any, line: int, seen: Seen) -> None:
+    name = metric.name or ""
     split = next((a for (m, a) in POOL_COUNT if m == name), None)
     if split is None and name not in POOL_GAUGES and name not in THREAD_GAUGES and name not in CPU_TIME:
         seen.skipped["metrics a trace does not use"] += 1
         return
-    data_key = next((k for k in ("gauge", "sum") if k in metric), None)
-    if data_key is None:
-        raise InputError(f"{seen.path} line {line}: metric {name} has no gauge or sum data (has: {', '.join(metric)}); the conventions make it a number")
-    data = SHAPES["Sum" if data_key == "sum" else "Gauge"].check(metric[data_key], f"{name}.{data_key}", line, seen)
-    temporality = data.get("aggregationTemporality", 0)
-    delta = TEMPORALITY.get(temporality, -1) == DELTA if isinstance(temporality, str) else temporality == DELTA
-    seen.units[name] = str(metric.get("unit", ""))
-    for point in _list(data.get("dataPoints", data.get("data_points")), f"{name}.dataPoints", line, seen):
-        point = SHAPES["NumberDataPoint"].check(point, f"{name}.dataPoints[]", line, seen)
-        t = _ns(point.get("timeUnixNano"), f"{name} timeUnixNano", line, seen)
-        raw = point.get("asDouble", point.get("asInt"))
+    data = metric.sum if metric.sum is not None else metric.gauge
+    if data is None:
+        raise InputError(f"{seen.path} line {line}: metric {name} has no gauge or sum data; the conventions make it a number")
+    temporality = getattr(data, "aggregationTemporality", 0) or 0
+    delta = (TEMPORALITY.get(temporality, -1) if isinstance(temporality, str) else temporality) == DELTA
+    for point in data.dataPoints:
+        t = _ns(point.timeUnixNano, "timeUnixNano", f"a data point of {name}", line, seen)
+        raw = point.asDouble if point.asDouble is not None else point.asInt
         try:
-            value = float(raw)  # type: ignore[arg-type]
+            value = float(raw)
         except (TypeError, ValueError):
             raise InputError(f"{seen.path} line {line}: a data point of {name} has value {raw!r}, not a number (asDouble or asInt)") from None
-        attrs = _attrs(point.get("attributes"), f"{name}.attributes", line, seen)
+        attrs = _attrs(point.attributes)
         pool = next((str(attrs[a]) for a in POOL_NAME if a in attrs), None)
         if pool is not None:
             seen.pool_names.add(pool)
@@ -356,8 +425,7 @@ def _metric(metric: dict, line: int, seen: Seen) -> None:
             label = POOL_GAUGES.get(name) or THREAD_GAUGES[name]
         key = (name, label)
         if delta:  # as cumulative
-            previous = seen.points[key][-1][1] if seen.points[key] else 0.0
-            value += previous
+            value += seen.points[key][-1][1] if seen.points[key] else 0.0
         seen.points[key].append((t, value))
 
 
@@ -377,12 +445,12 @@ def _trace(seen: Seen, files: list[Path], window: float, warmup: float) -> Trace
     visits = np.zeros(len(start), dtype=np.uint32)
     db_time = np.zeros(len(start))
     outside = 0
-    for parent, ns in seen.db:
+    for parent, (n, ns) in seen.db.items():
         i = _request_of(parent, index, seen.parent)
         if i is None:
-            outside += 1
+            outside += n
             continue
-        visits[i] += 1
+        visits[i] += n
         db_time[i] += ns / 1e9
     missing = _missing(seen, outside)
     time = end - start
