@@ -14,6 +14,17 @@ overshoot: on a coarse grid it gave Search a negative q at (12, 12) between meas
 0.35 and 0.56, hence an infinite λ_DB and a false optimum. Each value is therefore held
 within the range measured at the corners of its triangle.
 
+λ itself is held likewise. Even where p and q/N stay within their corners, λ = min(λ_DB,
+λ_THR) need not: between a profiled N where the connections bind (λ_DB low, λ_THR high,
+since a thread waiting for a connection counts in neither p nor q) and one where the
+threads bind, the two interpolants cross, and their minimum peaks above both profiled
+points. On the TPC-W example's quick grid λ(N) rose to 4.85-4.96 at N = 5-6 between
+profiled 3.11 (N = 4) and 2.99 (N = 10); measured, N = 5 sustained 3.2. Nothing was
+measured there to support such a peak, so λ at each (M, N) is held within the range of
+λ at the profiled corners of its grid cell (the nearest profiled M and N on either side),
+widened by LAMBDA_TOLERANCE, the measurement error of a profiled λ. The table's
+`lambda_db` and `lambda_thr` stay as interpolated; `held` marks where the bound acted.
+
 A new request mix (V_i) reuses the same p_i, q_i — the paper's assumption that they
 depend only weakly on the mix. How far a mix may move is measured by the total
 variation distance between request shares, d = ½ Σ_i |s_i − s'_i|; past
@@ -35,6 +46,10 @@ from .profiling import ProfileGrid
 from .validation import servers_needed
 
 MIX_DISTANCE_LIMIT = 0.2
+# The measurement error of λ at a profiled point: the same (M, N) profiled with seeds 1,
+# 2, 3 (examples/totok_tpcw.yaml, runs of 3,600 s, (M, N) in {10, 20, 30} × {5, 10}) gave
+# λ spread over 1.1-1.4% of their mean (standard deviations 0.6-0.7%).
+LAMBDA_TOLERANCE = 0.015
 
 
 class MixWarning(TierlabWarning):
@@ -52,7 +67,7 @@ def mix_distance(a: pd.Series, b: pd.Series) -> float:
 class Rates:
     """λ over the evaluated (M, N) domain for one mix."""
 
-    table: pd.DataFrame  # M, N, lambda_db, lambda_thr, lambda (sessions/s)
+    table: pd.DataFrame  # M, N, lambda_db, lambda_thr, lambda (sessions/s), held
     distance: float  # mix distance from the profiling mix
 
     def best(self) -> pd.Series:
@@ -80,8 +95,11 @@ def _within_corners(f: CloughTocher2DInterpolator, M: np.ndarray, N: np.ndarray)
 
 
 class PoolSizing:
-    def __init__(self, grid: ProfileGrid):
+    def __init__(self, grid: ProfileGrid, tolerance: float = LAMBDA_TOLERANCE):
+        """`tolerance`: how far (relative) λ between profiled points may leave the range
+        of λ at its cell's profiled corners."""
         self.grid = grid
+        self.tolerance = tolerance
         # One interpolant per set of profiled points, holding p and q/N of every type
         # measured at exactly those points: one triangulation, one evaluation for all.
         self._groups: list[tuple[list[str], CloughTocher2DInterpolator]] = []
@@ -135,19 +153,46 @@ class PoolSizing:
         M, N = np.meshgrid(np.arange(1, M_hi + 1), np.arange(1, N_hi + 1), indexing="ij")
         keep = M >= N
         M, N = M[keep].astype(float), N[keep].astype(float)
-        # Types too rare to interpolate count with their mean over the profile.
-        p, q = self.p_q(M, N)
-        sum_q = sum(V[t] * q[t] for t in covered.index) + sum(V[t] * self._mean(t, "q") for t in rare)
-        sum_p = sum(V[t] * p[t] for t in covered.index) + sum(V[t] * self._mean(t, "p") for t in rare)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            lam_db = np.where(sum_q > 0, N / sum_q, np.inf)
-            lam_thr = M / (sum_p + sum_q)
-        table = pd.DataFrame({"M": M.astype(int), "N": N.astype(int), "lambda_db": lam_db, "lambda_thr": lam_thr})
-        table["lambda"] = np.minimum(lam_db, lam_thr)
+        lam_db, lam_thr = self._lambdas(V, covered.index, rare, M, N)
+        lam = np.minimum(lam_db, lam_thr)
+        lo, hi = self._cell_range(V, covered.index, rare, M, N)
+        bounded = np.where(np.isnan(lo), lam, np.clip(lam, lo * (1 - self.tolerance), hi * (1 + self.tolerance)))
+        table = pd.DataFrame({"M": M.astype(int), "N": N.astype(int), "lambda_db": lam_db, "lambda_thr": lam_thr, "lambda": bounded, "held": bounded != lam})
         table = table[np.isfinite(table["lambda"])].reset_index(drop=True)
         if table.empty:
             raise InputError("no (M, N) of the requested range lies inside the profiled region")
         return Rates(table, d)
+
+    def _lambdas(self, V: pd.Series, covered, rare, M: np.ndarray, N: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """λ_DB and λ_THR at (M, N) for the mix V (eqs. 2, 3); types too rare to
+        interpolate count with their mean over the profile."""
+        p, q = self.p_q(M, N)
+        sum_q = sum(V[t] * q[t] for t in covered) + sum(V[t] * self._mean(t, "q") for t in rare)
+        sum_p = sum(V[t] * p[t] for t in covered) + sum(V[t] * self._mean(t, "p") for t in rare)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(sum_q > 0, N / sum_q, np.inf), M / (sum_p + sum_q)
+
+    def _cell_range(self, V: pd.Series, covered, rare, M: np.ndarray, N: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest λ at the profiled corners of each (M, N)'s grid cell:
+        the profiled M and N nearest on either side (the point itself where profiled);
+        a corner not profiled (M < N) is left out, and so is one where λ is not finite.
+        NaN where no corner is left: nothing to hold the value to."""
+        profiled = self.grid.points[["M", "N"]].drop_duplicates()
+        Ms, Ns = np.unique(profiled["M"]).astype(float), np.unique(profiled["N"]).astype(float)
+        at = np.full((len(Ms), len(Ns)), np.nan)
+        i, j = np.searchsorted(Ms, profiled["M"]), np.searchsorted(Ns, profiled["N"])
+        lam_db, lam_thr = self._lambdas(V, covered, rare, Ms[i], Ns[j])
+        at[i, j] = np.where(np.isfinite(np.minimum(lam_db, lam_thr)), np.minimum(lam_db, lam_thr), np.nan)
+        below_M = np.clip(np.searchsorted(Ms, M, side="right") - 1, 0, len(Ms) - 1)
+        above_M = np.clip(np.searchsorted(Ms, M, side="left"), 0, len(Ms) - 1)
+        below_N = np.clip(np.searchsorted(Ns, N, side="right") - 1, 0, len(Ns) - 1)
+        above_N = np.clip(np.searchsorted(Ns, N, side="left"), 0, len(Ns) - 1)
+        corners = np.stack([at[a, b] for a in (below_M, above_M) for b in (below_N, above_N)])
+        missing = np.isnan(corners)
+        none = missing.all(axis=0)  # (np.nanmin would warn on these)
+        lo = np.where(none, np.nan, np.where(missing, np.inf, corners).min(axis=0))
+        hi = np.where(none, np.nan, np.where(missing, -np.inf, corners).max(axis=0))
+        return lo, hi
 
     def _mean(self, ty: str, col: str) -> float:
         d = self.grid.points[(self.grid.points["type"] == ty) & (self.grid.points["count"] > 0)]
