@@ -18,11 +18,13 @@ from pathlib import Path
 import pytest
 
 import tierlab
+from tierlab.live.mapping import load_mapping
 
 ROOT = Path(__file__).resolve().parent.parent
 TIERS = ("unit", "cli", "live", "studies")
 EXAMPLES = ROOT / "examples"
 MAPPING = EXAMPLES / "tpcw_http.yaml"
+HTTP = load_mapping(MAPPING)  # the example's HTTP mapping, read once
 
 
 def free_ports(n: int = 2) -> tuple[int, ...]:
@@ -88,42 +90,48 @@ def run(model: dict, **kw) -> tierlab.Trace:
     return trace
 
 
-def one_pool_model(timeout: float) -> dict:
+def one_pool_model(timeout: float) -> tierlab.LoadedModel:
     """Sessions of one request holding one connection (of 4 threads) for 0.1 s: an M/M/1
     queue whose acquire timeout rejects."""
-    return {
-        "run": {"duration": 700, "warmup": 100, "records": False},
-        "tiers": {
-            "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}
-        },
-        "requests": {"job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}},
-        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-    }
+    return tierlab.load_model(
+        {
+            "run": {"duration": 700, "warmup": 100, "records": False},
+            "tiers": {
+                "app": {"pools": {"threads": {"kind": "threads", "size": 4, "timeout": timeout}, "db": {"kind": "connections", "size": 1, "timeout": timeout}}}
+            },
+            "requests": {
+                "job": {"app": [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]}
+            },
+            "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+        }
+    )
 
 
-def connection_bound_model() -> dict:
+def connection_bound_model() -> tierlab.LoadedModel:
     """Sessions of one request holding one of N connections for 0.1 s (exponential):
     N connections serve at most 10·N sessions/s; the CPU (5 ms) would allow 200."""
-    return {
-        "run": {"duration": 200, "warmup": 20, "records": False},
-        "tiers": {
-            "app": {
-                "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
-                "stations": {"cpu": {"kind": "cpu", "cores": 1}},
-            }
-        },
-        "requests": {
-            "job": {
-                "app": [
-                    {"acquire": "threads"},
-                    {"cpu": {"exponential": 0.005}},
-                    {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
-                    {"release": "threads"},
-                ]
-            }
-        },
-        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-    }
+    return tierlab.load_model(
+        {
+            "run": {"duration": 200, "warmup": 20, "records": False},
+            "tiers": {
+                "app": {
+                    "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
+                    "stations": {"cpu": {"kind": "cpu", "cores": 1}},
+                }
+            },
+            "requests": {
+                "job": {
+                    "app": [
+                        {"acquire": "threads"},
+                        {"cpu": {"exponential": 0.005}},
+                        {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
+                        {"release": "threads"},
+                    ]
+                }
+            },
+            "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+        }
+    )
 
 
 def throughput(trace) -> float:
@@ -134,10 +142,10 @@ def throughput(trace) -> float:
 def chain_mix(loaded) -> dict[str, float]:
     """The request mix of a loaded model's chain: its stationary distribution for
     sessions that never end by the chain (tierlab.model.chain.visit_mix)."""
-    from tierlab.model.chain import read_chain, visit_mix
+    from tierlab.model.chain import visit_mix
 
     spec = loaded.spec.workload.chain
-    data, problems = read_chain(spec, loaded.base_dir)
+    data, problems = loaded.chain
     assert not problems
     roles = ["entry" if s == spec.start else "page" for s in data.states]
     return visit_mix(data, data.index(spec.start), roles)[0]

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import tierlab
 from tierlab.experiments.sizing import PoolSizing, profile_grid
 from tierlab.experiments.sizing.caveats import never_overloaded, optimum_caveats
 
@@ -46,13 +47,13 @@ GRID = ([2, 4, 6], [1, 2, 3])
 def low():
     """The grid profiled from a bound of 1 session/s, far below every configuration's
     capacity of 10·N: pilots at 2, rounds 10% higher each, 8 of them."""
-    return profile_grid(MODEL, *GRID, workers=1, progress=False, bound=1.0)
+    return profile_grid(tierlab.load_model(MODEL), *GRID, workers=1, progress=False, bound=1.0)
 
 
 @pytest.fixture(scope="module")
 def high():
     """The grid profiled from the model's CPU bound (200 sessions/s): all overloaded."""
-    return profile_grid(MODEL, *GRID, workers=1, progress=False)
+    return profile_grid(tierlab.load_model(MODEL), *GRID, workers=1, progress=False)
 
 
 def kinds(grid) -> dict[str, list[tuple[int, int]]]:

@@ -11,6 +11,7 @@ import pytest
 from stalling_server import PERIOD, STALL, StallingServer
 
 import tierlab.live
+from tierlab.live.mapping import load_mapping
 from tierlab.model import load_model
 
 from conftest import EXAMPLES
@@ -34,7 +35,7 @@ def test_a_stall_shows_in_the_percentiles_as_the_schedule_implies():
     )
     types = ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]
     try:
-        trace = tierlab.live.generate_load(model, {"requests": {t: {"path": "/"} for t in types}}, target=f"127.0.0.1:{server.port}")
+        trace = tierlab.live.generate_load(model, load_mapping({"requests": {t: {"path": "/"} for t in types}}), target=f"127.0.0.1:{server.port}")
     finally:
         server.close()
     r = trace.requests

@@ -20,7 +20,7 @@ from tierlab.live.cluster import up_cluster
 from tierlab.live.decisions import read_decisions
 from tierlab.trace.folder import read_trace
 
-from conftest import MAPPING, live_model
+from conftest import HTTP, live_model
 
 K = 2
 
@@ -40,7 +40,7 @@ def _run_and_stop(model, workdir):
         assert len(state.servers) == K and len(state.proxies) == 1
         assert all(_listening(p) for p in state.ports())
         bed = testbed.Testbed(workdir)
-        trace = bed.run(model, MAPPING)
+        trace = bed.run(model, HTTP)
     finally:
         assert testbed.down(workdir)
     # Nothing left: no recorded process runs (a reaped-or-zombie child is ended), no port answers.
@@ -101,7 +101,7 @@ def test_affinity_keeps_sessions_home_and_every_run_starts_afresh(tmp_path):
     up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         bed = testbed.Testbed(tmp_path / "live")
-        runs = [bed.run(model, MAPPING) for _ in range(2)]
+        runs = [bed.run(model, HTTP) for _ in range(2)]
     finally:
         testbed.down(tmp_path / "live")
     for trace in runs:
@@ -124,7 +124,7 @@ def test_session_state_in_redis_follows_a_migrating_session(tmp_path):
     try:
         assert state.sessions is not None
         bed = testbed.Testbed(tmp_path / "live")
-        trace = bed.run(model, MAPPING)
+        trace = bed.run(model, HTTP)
         fetched = sum(a.metrics()["sessions"]["migrations"] for a in bed.admins)
         moved = bed.proxies[0].summary()["dispatch"]["session_migrations"]
     finally:
@@ -143,7 +143,7 @@ def test_two_shared_proxies_split_the_sessions_and_exchange_metrics(tmp_path):
     state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         assert len(state.proxies) == 2
-        trace = testbed.Testbed(tmp_path / "live").run(model, MAPPING)
+        trace = testbed.Testbed(tmp_path / "live").run(model, HTTP)
     finally:
         testbed.down(tmp_path / "live")
     logs = [read_decisions(m["decisions"]) for m in state.proxies]

@@ -17,7 +17,7 @@ import pytest
 import tierlab
 from tierlab.live import testbed
 
-from conftest import EXAMPLES, MAPPING, live_model, running_testbed
+from conftest import EXAMPLES, HTTP, MAPPING, live_model, running_testbed
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def _kill_server(bed, after: float) -> threading.Timer:
 
 def test_a_server_killed_mid_run_leaves_the_clients_trace_and_says_what_is_missing(bed):
     killer = _kill_server(bed, 2.0)
-    trace = bed.run(live_model(**{"run.duration": 5, "run.warmup": 0.5}), MAPPING)
+    trace = bed.run(live_model(**{"run.duration": 5, "run.warmup": 0.5}), HTTP)
     killer.join()
     s = trace.summary
     # The client's view is whole: every request after the kill is a counted failure.
@@ -68,7 +68,7 @@ def test_a_sweep_stops_with_a_clear_error_when_the_server_is_gone(bed):
 
     killer = _kill_server(bed, 1.0)
     with pytest.raises(ServerGone, match="app.phases: the server .* ended"):
-        sweep(live_model(**{"run.duration": 3, "run.warmup": 0}), [Run({}, 1), Run({}, 2)], len, runner=LiveRunner(bed, MAPPING), progress=None)
+        sweep(live_model(**{"run.duration": 3, "run.warmup": 0}), [Run({}, 1), Run({}, 2)], len, runner=LiveRunner(bed, HTTP), progress=None)
     killer.join()
     assert testbed.status(bed.state.workdir) is None  # the testbed knows it is down
 

@@ -14,7 +14,7 @@ import pytest
 from tierlab import PHASES
 from tierlab.live import testbed
 
-from conftest import MAPPING, ROOT, chain_mix, live_model, mix_distance, running_testbed
+from conftest import HTTP, ROOT, chain_mix, live_model, mix_distance, running_testbed
 
 PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 
@@ -37,7 +37,7 @@ def bed(request, tmp_path_factory):
 
 def test_phases_add_up_and_the_mix_follows_the_chain(bed):
     model = live_model()
-    trace = bed.run(model, MAPPING)
+    trace = bed.run(model, HTTP)
     r = trace.requests
     assert len(r) > 300
     assert (r.status == "ok").all(), r[r.status != "ok"].head()
@@ -76,7 +76,7 @@ def test_the_handlers_cpu_time_and_statements_are_measured(bed):
     does not move the ratio much; the band is wide because the two cover slightly
     different spans (requests that arrived after the warm-up vs the windows after it)."""
     model = live_model()
-    trace = bed.run(model, MAPPING)
+    trace = bed.run(model, HTTP)
     r = trace.requests[trace.requests.status == "ok"]
     handled = r[r.type != "SREQ"]  # the search form: a template, a few µs, may read 0 at the clock's tick
     assert (handled["app.cpu_time"] > 0).all()
@@ -107,7 +107,7 @@ def test_the_handlers_cpu_time_and_statements_are_measured(bed):
 
 
 def test_request_wide_caching_takes_one_connection_and_holds_it_idle(bed):
-    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.db.caching": "request"}), MAPPING)
+    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.db.caching": "request"}), HTTP)
     r = trace.requests
     uses_db = r[r["app.db_requests"] > 0]
     assert len(uses_db) > 50 and (uses_db["app.db_requests"] == 1).all()
@@ -122,7 +122,7 @@ def test_too_few_threads_reject_with_503_and_nothing_leaks(bed):
         "tiers.app.pools.threads": {"kind": "threads", "size": 1, "timeout": 0.05},
         "tiers.app.pools.db": {"kind": "connections", "size": 1, "timeout": 0.05, "caching": "transaction"},
     }
-    trace = bed.run(live_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools), MAPPING)
+    trace = bed.run(live_model(**{"workload.population": {"clients": 30}, "workload.think": 0.0, "run.duration": 4, "run.warmup": 0}, **pools), HTTP)
     s = trace.summary
     assert s["requests"]["ok"] > 0 and s["requests"]["rejected"] > 0
     m = bed.wait_idle()["pools"]
@@ -138,14 +138,14 @@ def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     pgdir = str(testbed.Path(bed.state.workdir).parent / "postgres")
     restart = threading.Timer(2.0, lambda: subprocess.run(["bash", str(script), "restart", pgdir], check=True, capture_output=True))
     restart.start()
-    trace = bed.run(live_model(**{"run.duration": 8, "run.warmup": 0}), MAPPING)
+    trace = bed.run(live_model(**{"run.duration": 8, "run.warmup": 0}), HTTP)
     restart.join()
     m = bed.wait_idle()["pools"]
     assert m["connections"]["busy"] == 0 and m["threads"]["busy"] == 0  # nothing leaked
     assert m["connections"]["discarded"] > 0  # the dead connections were thrown away
     failed = trace.summary["errors"]["http_5xx"]
     assert failed > 0 and failed == (trace.requests.status == "error").sum()
-    after = bed.run(live_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING)
+    after = bed.run(live_model(**{"run.duration": 3, "run.warmup": 0}), HTTP)
     assert (after.requests.status == "ok").all()  # recovered
 
 
@@ -183,7 +183,7 @@ def test_a_sweep_runs_on_the_testbed_with_each_runs_pools(bed):
         Run({"tiers.app.pools.threads.size": 3, "tiers.app.pools.db.size": 2, "tiers.app.pools.db.caching": "request"}, 1),
         Run({"tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 4, "tiers.app.pools.db.caching": "transaction"}, 2),
     ]
-    seen = sweep(live_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, MAPPING), progress=None)
+    seen = sweep(live_model(**{"run.duration": 3, "run.warmup": 0.5}), runs, _live_pools, runner=LiveRunner(bed, HTTP), progress=None)
     assert seen == [(3, 2, 1), (6, 4, 101)]  # a Search asks 101 times without request caching
 
 
@@ -218,7 +218,7 @@ def test_cross_tier_priority_serves_the_prioritised_type_first_and_starves_no_ot
 
     def measure(queue: str):
         for duration in (4, 8, 16, 32):
-            trace = bed.run(live_model(**base, **ranks, **{"tiers.app.pools.db.queue": queue, "run.duration": duration}), MAPPING)
+            trace = bed.run(live_model(**base, **ranks, **{"tiers.app.pools.db.queue": queue, "run.duration": duration}), HTTP)
             r = trace.requests
             db = r[r["app.db_requests"] > 0]
             # The connection's mean queue in the 100 ms window of each request's first access.

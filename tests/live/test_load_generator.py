@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import tierlab.live
+from tierlab.live.mapping import load_mapping
 from tierlab.model import load_model
 
 from conftest import EXAMPLES, chain_mix, check_little, mix_distance
@@ -86,7 +87,7 @@ def test_the_mix_follows_the_chains_stationary_distribution(stub):
             t: {"path": "/ok"} for t in ["HOME", "SREQ", "SRES", "NEWP", "BESS", "PROD", "SHOP", "CREG", "BUYR", "BUYC", "ORDI", "ORDD", "ADMR", "ADMC"]
         }
     }
-    trace = tierlab.live.generate_load(model, mapping, target=stub)
+    trace = tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub)
     r = trace.requests
     assert len(r) > 1000 and (r.status == "ok").all()
     assert mix_distance(r.type, chain_mix(model)) < 0.05
@@ -103,7 +104,7 @@ def test_cookies_are_kept_per_session_and_values_drawn(stub):
         "values": {"n": {"int": [1, 3], "per": "request"}, "who": {"choice": ["x y"]}},
         "requests": {"A": {"path": "/ok?n={n}&w={who}"}, "B": {"path": "/ok"}},
     }
-    tierlab.live.generate_load(model, mapping, target=stub)
+    tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub)
     by_session: dict = {}
     for sid, _, cookie, path in Stub.seen:
         by_session.setdefault(sid, []).append((cookie, path))
@@ -122,7 +123,7 @@ def test_every_failure_is_counted_by_kind(stub):
     model = _model(matrix, "OK", clients=6, think=0.05)
     model["run"] = {"duration": 5, "warmup": 0, "seed": 5}
     mapping = {"timeout": 1.0, "requests": {t: {"path": p} for t, p in types.items()}}
-    trace = tierlab.live.generate_load(model, mapping, target=stub)
+    trace = tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub)
     s, r = trace.summary, trace.requests
     by_type = r.groupby("type", observed=True).status.agg(lambda x: set(x))
     assert by_type["OK"] == {"ok"}
@@ -143,7 +144,7 @@ def test_the_same_seed_walks_the_same_sessions(stub):
     mapping = {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}
     walks = []
     for _ in range(2):
-        trace = tierlab.live.generate_load(model, mapping, target=stub, duration=1.0, warmup=0)
+        trace = tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub, duration=1.0, warmup=0)
         walks.append(list(trace.requests.sort_values("id").type.astype(str)[:200]))
     assert len(walks[0]) == 200 and walks[0] == walks[1]
 
@@ -158,7 +159,7 @@ def test_live_and_simulated_one_seed_walks_the_same_sessions(stub, population):
     model = _model({"A": {"A": 0.3, "B": 0.5, "END_OF_SESSION": 0.2}, "B": {"A": 0.6, "END_OF_SESSION": 0.4}}, "A", think={"exponential": 0.01})
     model["workload"]["population"] = population
     model["run"] = {"duration": 3.0, "warmup": 0, "seed": 11, "records": True}
-    live = tierlab.live.generate_load(model, {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}, target=stub)
+    live = tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}), target=stub)
     simulated = tierlab.simulate(model)
 
     def walks(trace) -> dict:
@@ -181,7 +182,9 @@ def test_an_unreachable_target_is_a_clear_error_before_the_run():
     model = _model({"A": {"A": 1}}, "A")
     progress = []
     with pytest.raises(ValueError, match=r"cannot reach the target 127\.0\.0\.1:\d+.*refused"):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target=f"127.0.0.1:{port}", progress=lambda *a: progress.append(a))
+        tierlab.live.generate_load(
+            load_model(model), load_mapping({"requests": {"A": {"path": "/"}}}), target=f"127.0.0.1:{port}", progress=lambda *a: progress.append(a)
+        )
     assert progress == []  # refused before the run began, not after a run of failures
 
 
@@ -189,16 +192,18 @@ def test_the_generators_own_refusals_are_input_errors_naming_the_field():
     model = _model({"A": {"A": 1}}, "A")
     # More threads than any machine gives a load generator: refused, not a tokio panic.
     with pytest.raises(tierlab.InputError, match="workers = 100000: give 1 to 64"):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1", workers=100_000)
+        tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/"}}}), target="127.0.0.1:1", workers=100_000)
     with pytest.raises(tierlab.InputError, match='target "nohost": invalid socket address'):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="nohost")
+        tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/"}}}), target="nohost")
 
 
 def test_a_mapping_must_cover_every_request_type():
     model = _model({"A": {"B": 1}, "B": {"A": 1}}, "A")
     with pytest.raises(ValueError, match=r"requests\.B: the model has this request type"):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/"}}}), target="127.0.0.1:1")
     with pytest.raises(ValueError, match=r"\{nope\} names no value"):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/{nope}"}, "B": {"path": "/"}}}), target="127.0.0.1:1")
     with pytest.raises(ValueError, match=r"requests\.A\.path.*has a space.*%20"):
-        tierlab.live.generate_load(model, {"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}, target="127.0.0.1:1")
+        tierlab.live.generate_load(
+            load_model(model), load_mapping({"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}), target="127.0.0.1:1"
+        )

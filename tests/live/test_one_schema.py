@@ -17,7 +17,7 @@ from tierlab.analysis.profile import request_profile
 from tierlab.experiments.ramp import _point
 from tierlab.report.summary import print_summary
 
-from conftest import MAPPING, ROOT, live_model, running_testbed
+from conftest import HTTP, ROOT, live_model, running_testbed
 
 SOURCES = ["simulation", "live"]
 
@@ -30,7 +30,7 @@ def folders(tmp_path_factory):
     out = {}
     out["simulation"] = tierlab.simulate(model).write(tmp_path_factory.mktemp("simulated"))
     with running_testbed("sqlite", tmp_path_factory.mktemp("sqlite") / "live") as bed:
-        out["live"] = bed.run(model, MAPPING).write(tmp_path_factory.mktemp("live"))
+        out["live"] = bed.run(model, HTTP).write(tmp_path_factory.mktemp("live"))
     return out
 
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tierlab.live import generate_load, loadgen
 from tierlab.live.loadgen_metrics import _Progress
 
-from conftest import MAPPING, free_ports, live_model, running_testbed
+from conftest import HTTP, free_ports, live_model, running_testbed
 
 PROMETHEUS_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"  # what Prometheus sends
 
@@ -41,7 +41,7 @@ def test_metrics_scraped_during_a_live_run(tmp_path):
 
         def run() -> None:
             try:
-                result["trace"] = bed.run(model, MAPPING)
+                result["trace"] = bed.run(model, HTTP)
             finally:
                 done.set()
 
@@ -107,7 +107,7 @@ def test_the_load_generator_serves_its_progress_during_a_run(tmp_path):
         def run() -> None:
             try:
                 model = live_model(**{"run.duration": 5, "run.warmup": 1})
-                result["trace"] = generate_load(model, MAPPING, target=bed.state.target, metrics_port=port)
+                result["trace"] = generate_load(model, HTTP, target=bed.state.target, metrics_port=port)
             finally:
                 done.set()
 
@@ -156,7 +156,7 @@ def test_the_load_generators_last_histogram_counts_the_traces_requests(tmp_path,
     monkeypatch.setattr(loadgen, "serving", keeping)
     (port,) = free_ports(1)
     with running_testbed("sqlite", tmp_path / "live") as bed:
-        trace = generate_load(live_model(**{"run.duration": 3, "run.warmup": 0}), MAPPING, target=bed.state.target, metrics_port=port)
+        trace = generate_load(live_model(**{"run.duration": 3, "run.warmup": 0}), HTTP, target=bed.state.target, metrics_port=port)
     histograms = _loadgen_histograms({m.name: m for m in latest[0].collect()})
     counts = {name: float(sum(t["requests"].values())) for name, t in trace.summary["types"].items()}
     assert {name: count for name, (_, count) in histograms.items() if count} == {name: c for name, c in counts.items() if c}

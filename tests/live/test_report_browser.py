@@ -13,7 +13,7 @@ import tierlab
 from tierlab.report.html import report, write
 from tierlab.trace.imports import jmeter, k6, locust
 
-from conftest import EXAMPLES, MAPPING, ROOT, live_model, running_testbed
+from conftest import EXAMPLES, HTTP, ROOT, live_model, running_testbed
 
 FIXTURES = ROOT / "tests" / "fixtures" / "imports"
 # `tierlab size optimize` and `size validate --json` outputs of one profile (fixtures of
@@ -35,7 +35,7 @@ def live(tmp_path_factory) -> tierlab.Trace:
     """A short run on the live testbed: client view, the server's pools and phases,
     the monitor's CPU."""
     with running_testbed("sqlite", tmp_path_factory.mktemp("live") / "live") as bed:
-        return bed.run(live_model(**{"run.duration": 6, "run.warmup": 1}), MAPPING)
+        return bed.run(live_model(**{"run.duration": 6, "run.warmup": 1}), HTTP)
 
 
 def test_a_live_run_has_every_single_run_section(live):

@@ -15,7 +15,7 @@ from tierlab.errors import InputError
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.verify import verify
 
-from conftest import MAPPING, live_model, running_testbed
+from conftest import HTTP, MAPPING, live_model, running_testbed
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +28,7 @@ def bed(tmp_path_factory):
 def live(bed, tmp_path_factory):
     """A short live run (12 browsers, 20 ms think time: the server busy) and its model."""
     model = live_model()
-    folder = bed.run(model, MAPPING).write(tmp_path_factory.mktemp("trace"))
+    folder = bed.run(model, HTTP).write(tmp_path_factory.mktemp("trace"))
     return folder, model
 
 
@@ -114,7 +114,7 @@ def test_verify_runs_each_step_live_and_on_the_twin_and_writes_its_table(bed, li
     again = verify(
         tierlab.load_model(twin).with_run(duration=4, warmup=1),
         bed,
-        MAPPING,
+        HTTP,
         [4, 12],
         [(4, 2)],
         report["cores"]["speed"],

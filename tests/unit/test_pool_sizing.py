@@ -136,7 +136,7 @@ def test_optimum_lambda_of_N_and_servers_on_a_synthetic_profile():
 
 def test_no_grid_point_with_M_at_least_N():
     with pytest.raises(tierlab.InputError, match="no point with M ≥ N"):
-        profile_grid(EXAMPLES / "tpcw_2tier.yaml", M_values=[1, 2], N_values=[5, 10])
+        profile_grid(tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml"), M_values=[1, 2], N_values=[5, 10])
 
 
 def test_profiling_measures_contention_on_the_example():
@@ -244,7 +244,7 @@ def test_cost_model_recovers_known_parameters_from_a_simulated_closed_system():
         "requests": {"job": {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"delay": {"exponential": 0.02}}, {"release": "threads"}]}},
         "workload": {"population": {"clients": 10}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}},
     }
-    table = simulate_table(m, clients=[20, 40, 80], threads=[1, 2, 4, 8, 16, 32], progress=False)
+    table = simulate_table(tierlab.load_model(m), clients=[20, 40, 80], threads=[1, 2, 4, 8, 16, 32], progress=False)
     fit = costfit.fit(table)
     assert fit.b > 0 and fit.c > 0
     assert fit.optimal_threads(80) > fit.optimal_threads(20)
@@ -301,8 +301,8 @@ def test_profile_refine_closes_in_on_capacity():
     first rate that rejects is up to a whole step past capacity; refining closes in
     from both sides, so the profile is taken at a lower rate that still rejects, above
     the climb's last rate that served everything."""
-    model = connection_bound_model() | {"run": {"duration": 200, "warmup": 20}}  # profiles need the records
-    model["tiers"]["app"]["pools"]["db"]["timeout"] = model["tiers"]["app"]["pools"]["threads"]["timeout"] = 5
+    five = {f"tiers.app.pools.{p}.timeout": 5 for p in ("db", "threads")}
+    model = connection_bound_model().with_changes({"run.records": True, **five})  # profiles need the records
     coarse, fine = (profile_grid(model, [2], [1], overload=0.5, bound=2.0, refine=r, workers=1, progress=False).runs.iloc[0] for r in (0, 3))
     assert coarse.overloaded and fine.overloaded
     assert coarse.offered / 1.5 < fine.offered < coarse.offered

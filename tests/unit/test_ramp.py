@@ -57,13 +57,15 @@ def test_too_few_points_is_an_error_and_too_few_before_saturation_no_knee():
     assert knee.load is None and "only 1 step(s) up to saturation" in knee.method
 
 
-def _closed(step: dict) -> dict:
-    return {
-        "run": {"duration": 1_500, "warmup": 100, "records": False},
-        "tiers": {"app": {"stations": {"cpu": {"kind": "cpu"}}}},
-        "requests": {"A": {"app": [step]}},
-        "workload": {"population": {"clients": 1}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
-    }
+def _closed(step: dict) -> tierlab.LoadedModel:
+    return tierlab.load_model(
+        {
+            "run": {"duration": 1_500, "warmup": 100, "records": False},
+            "tiers": {"app": {"stations": {"cpu": {"kind": "cpu"}}}},
+            "requests": {"A": {"app": [step]}},
+            "workload": {"population": {"clients": 1}, "think": {"exponential": 1.0}, "chain": {"matrix": {"A": {"A": 1}}, "start": "A"}},
+        }
+    )
 
 
 def test_ramp_finds_the_capacity_of_a_closed_system():
@@ -82,7 +84,7 @@ def test_knee_of_the_tpcw_example_ramp():
     # throughput reaches the app CPU's ~40 requests/s at 2.8 or 3.0 (which step the rule
     # calls saturated depends on the draws: 2.8 and 3.0 at two of the engine's ways of
     # drawing the sessions' walks), and past it time-outs hold the p90 near 10.9 s.
-    table, knee = ramp(ROOT / "examples" / "tpcw_2tier.yaml", np.round(np.arange(0.2, 4.01, 0.2), 1), workers=1, progress=None)
+    table, knee = ramp(tierlab.load_model(ROOT / "examples" / "tpcw_2tier.yaml"), np.round(np.arange(0.2, 4.01, 0.2), 1), workers=1, progress=None)
     assert table.p90.iloc[-1] > 10 and knee.saturation in (2.8, 3.0)
     assert 2.4 <= knee.load <= 2.8
 
@@ -91,7 +93,10 @@ def test_knee_of_the_andreolini_example_ramp():
     # The database disk saturates (throughput ≈ 40 req/s from 307 clients on); the p90
     # turns from 0.41 s at 205 clients to 1.3 s at 307.
     table, knee = ramp(
-        ROOT / "examples" / "andreolini_ecommerce.yaml", [26, 77, 128, 179, 205, 230, 256, 282, 307, 333, 384, 435, 512], workers=1, progress=None
+        tierlab.load_model(ROOT / "examples" / "andreolini_ecommerce.yaml"),
+        [26, 77, 128, 179, 205, 230, 256, 282, 307, 333, 384, 435, 512],
+        workers=1,
+        progress=None,
     )
     assert knee.saturation == 307
     assert 205 <= knee.load < 307
@@ -121,7 +126,7 @@ def test_retransmission_threshold_of_a_ramp():
         "requests": {"A": {"web": [{"acquire": "threads"}, {"cpu": {"exponential": 0.05}}, {"release": "threads"}]}},
         "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1}}, "start": "A"}},
     }
-    table, _ = ramp(model, [2, 6, 10, 14, 18], workers=1, progress=None)
+    table, _ = ramp(tierlab.load_model(model), [2, 6, 10, 14, 18], workers=1, progress=None)
     assert table.retransmitted.is_monotonic_increasing
     t = retransmission_threshold(table)
     assert t is not None and table.loc[table.load < t, "retransmitted"].le(0.01).all()

@@ -18,16 +18,18 @@ from tierlab.experiments.sizing import RunLengthWarning, max_sustainable_rate, p
 from conftest import EXAMPLES
 
 
-def _one_pool_model(records: bool = False) -> dict:
+def _one_pool_model(records: bool = False) -> tierlab.LoadedModel:
     """One connection serving 0.1 s jobs, a session being one job."""
     pools = {"threads": {"kind": "threads", "size": 4, "timeout": 1.0}, "db": {"kind": "connections", "size": 1, "timeout": 1.0}}
     job = [{"acquire": "threads"}, {"acquire": "db"}, {"delay": {"exponential": 0.1}}, {"release": "db"}, {"release": "threads"}]
-    return {
-        "run": {"duration": 300, "warmup": 50, "records": records},
-        "tiers": {"app": {"pools": pools}},
-        "requests": {"job": {"app": job}},
-        "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-    }
+    return tierlab.load_model(
+        {
+            "run": {"duration": 300, "warmup": 50, "records": records},
+            "tiers": {"app": {"pools": pools}},
+            "requests": {"job": {"app": job}},
+            "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
+        }
+    )
 
 
 def _to_go(line: str) -> int:

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
+from tierlab import load_model
 from tierlab.analysis.usl import fit, throughput
 from tierlab.cli import cli
 from tierlab.errors import InputError
@@ -70,8 +71,8 @@ LOADS = [1, 5, 10, 20, 30, 40, 50, 60, 80, 100]
 def test_a_simulated_ramp_gives_the_contention_it_was_built_with():
     """Each step measures ~1900 s × 10–140 req/s of exponential work: the throughput's
     relative standard error is under 0.5%, so the parameters are within 2–4%."""
-    table, _ = ramp(CONTENDED, LOADS, workers=1, progress=None)
-    u = scalability(CONTENDED, table)
+    table, _ = ramp(load_model(CONTENDED), LOADS, workers=1, progress=None)
+    u = scalability(load_model(CONTENDED), table)
     assert u is not None
     assert u.sigma == pytest.approx(A - B, rel=0.03)
     assert u.kappa == pytest.approx(B, rel=0.04)

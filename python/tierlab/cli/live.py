@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from . import WholeHelp
 from .common import FORCE, changed, err, execute, options, run_length, with_run_length
 from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
+
+if TYPE_CHECKING:  # the CLI imports the live side only when a command runs
+    from ..live.mapping import Mapping
 
 
 @click.command("load")
@@ -31,12 +35,18 @@ from .size import PROFILE_OPTIONS, VALIDATE_OPTIONS, run_profile, run_validate
 def load_cmd(model, mapping, target, out_dir, duration, warmup, seed, clients, session_rate, records, workers, quiet, metrics_port, force) -> None:
     """Run MODEL's workload against a live HTTP server and write the trace to --out."""
     from ..live import generate_load
+    from ..live.mapping import load_mapping
 
     load_args = dict(
         duration=duration, warmup=warmup, seed=seed, clients=clients, session_rate=session_rate, records=records, workers=workers, metrics_port=metrics_port
     )
     execute(
-        "loading", target or "", lambda tick: generate_load(changed(model), mapping, target=target, progress=tick, **load_args), out_dir, quiet, force=force
+        "loading",
+        target or "",
+        lambda tick: generate_load(changed(model), load_mapping(mapping), target=target, progress=tick, **load_args),
+        out_dir,
+        quiet,
+        force=force,
     )
 
 
@@ -91,7 +101,7 @@ def live_up(workdir, db, model, port, admin_port, threads, connections, caching,
         if otel:
             raise click.UsageError("--otel exports one bookstore's telemetry; start it without --model")
 
-        state = up_cluster(model, workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print)
+        state = up_cluster(changed(model), workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print)
         err.print(f"cluster up on http://{state.target}: {len(state.servers)} servers, {len(state.proxies)} proxies, {state.db}; logs in {workdir}")
         return
     state = testbed.up(
@@ -209,8 +219,11 @@ def _live(model: str, mapping, workdir, duration, warmup, tier):
     return loaded, LiveRunner(Testbed(workdir), _mapping(model, mapping), tier)
 
 
-def _mapping(model: str, mapping: str | None) -> str:
-    return mapping or str(Path(model).with_name("tpcw_http.yaml"))
+def _mapping(model: str, mapping: str | None) -> Mapping:
+    """The HTTP mapping of --http, or the one beside MODEL: read once, at the edge."""
+    from ..live.mapping import load_mapping
+
+    return load_mapping(mapping or Path(model).with_name("tpcw_http.yaml"))
 
 
 @live.command("profile")

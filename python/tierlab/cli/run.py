@@ -67,11 +67,10 @@ def ramp_cmd(model, loads, start, seeds, workers, scheduler, out_dir, duration, 
     from ..report.plots import ramp_plot
     from .analyze import print_ramp
 
-    table, knee = ramp(
-        with_run_length(model, duration, warmup), floats(loads) if loads else None, seeds=ints(seeds), workers=workers, scheduler=scheduler, start=start
-    )
+    loaded = with_run_length(model, duration, warmup)
+    table, knee = ramp(loaded, floats(loads) if loads else None, seeds=ints(seeds), workers=workers, scheduler=scheduler, start=start)
     threshold = retransmission_threshold(table)
-    usl = scalability(model, table)
+    usl = scalability(loaded, table)
     result = {"knee": asdict(knee), "usl": usl and usl.as_json(), "retransmission_threshold": threshold, "steps": table.to_dict(orient="records")}
     if for_people(json_out, csv_out):
         no_knee = (

@@ -8,7 +8,7 @@ import pandas as pd
 
 from ..analysis.costfit import COLUMNS
 from ..errors import InputError
-from ..model import load_model
+from ..model import LoadedModel
 from ..run.sweep import Run, sweep
 
 
@@ -20,12 +20,20 @@ def _mean_response_time(trace) -> float:
 
 
 def simulate_table(
-    model, clients, threads, *, pool: str | None = None, seed: int = 1, workers: int | None = None, scheduler: str | None = None, progress: bool = True
+    model: LoadedModel,
+    clients,
+    threads,
+    *,
+    pool: str | None = None,
+    seed: int = 1,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = True,
 ) -> pd.DataFrame:
     """The measurement table from simulations of a closed model: mean response time for
     every (clients, threads). `pool` ("tier.pool") names the thread pool when the model
     has several."""
-    loaded = load_model(model)
+    loaded = model
     pools = [f"{t}.{p}" for t, tier in loaded.spec.tiers.items() for p, s in tier.pools.items() if s.kind == "threads"]
     if pool is None and len(pools) != 1:
         raise InputError(f"say which thread pool to vary (--pool TIER.POOL); threads pools: {', '.join(pools) or 'none'}")

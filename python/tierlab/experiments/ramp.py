@@ -12,7 +12,7 @@ from ..analysis.knee import Knee, find_knee
 from ..analysis.usl import Usl
 from ..analysis.usl import fit as fit_usl
 from ..errors import InputError
-from ..model import LoadedModel, load_model
+from ..model import LoadedModel
 from ..model.spec import Closed
 from ..run.sweep import Run, sweep
 from ..trace import Trace
@@ -50,13 +50,12 @@ def _runs(model: LoadedModel, loads, seeds) -> tuple[list[tuple], list[Run]]:
     return keys, [Run({path: int(x) if path.endswith("clients") else float(x)}, s) for x, s in keys]
 
 
-def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 12, workers=None, scheduler=None) -> float:
+def bracket(model: LoadedModel, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 12, workers=None, scheduler=None) -> float:
     """An upper end for a ramp that holds the knee: double the load from `start` until
     it is well past the knee — the p90 is `blowup` times its value at `start` (the
     queue builds), or doubling the load raised the throughput by less than a quarter
     (it has flattened; with timeouts the p90 may stop growing first). Raises if
     neither happens within `steps` doublings."""
-    model = load_model(model)
     first = last = float("nan")
     for k in range(steps):
         load = start * 2**k
@@ -74,12 +73,11 @@ def bracket(model, start: float, seeds=(1,), blowup: float = 10.0, steps: int = 
 
 
 def ramp(
-    model, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp", start: float = 1.0, points: int = 20
+    model: LoadedModel, loads=None, seeds=(1,), workers=None, scheduler=None, progress: str | None = "ramp", start: float = 1.0, points: int = 20
 ) -> tuple[pd.DataFrame, Knee]:
     """Run the model at every load (and seed) in parallel; the per-load means and the
     knee of the p90 curve. Without loads: `points` evenly spaced steps up to the
     load `bracket` finds from `start`."""
-    model = load_model(model)
     if loads is None:
         top = bracket(model, start, seeds, workers=workers, scheduler=scheduler)
         loads = np.linspace(top / points, top, points)
@@ -124,10 +122,10 @@ def retransmission_threshold(table: pd.DataFrame, share: float = 0.01) -> float 
     return float(over.load.min()) if len(over) else None
 
 
-def scalability(model, table: pd.DataFrame) -> Usl | None:
+def scalability(model: LoadedModel, table: pd.DataFrame) -> Usl | None:
     """The Universal Scalability Law through a ramp's throughput, when its load is a
     number of clients (a closed workload: the USL's N); None for an open workload
     (sessions per second are no concurrency) or a ramp of fewer than 4 steps."""
-    if not load_path(load_model(model)).endswith("clients") or table.load.nunique() < 4:
+    if not load_path(model).endswith("clients") or table.load.nunique() < 4:
         return None
     return fit_usl(table.load, table.throughput)

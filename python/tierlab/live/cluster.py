@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from ..errors import InputError
-from ..model import LoadedModel, load_model
+from ..model import LoadedModel
 from ..model.pools import PoolSetting
 from .testbed import REDIS_SCRIPT, Admin, ProxyAdmin, State, await_admin, database, prepare, save, server_command, service_script, spawn
 
@@ -30,7 +30,7 @@ def free_port() -> int:
 
 
 def up_cluster(
-    model: str | Path | dict | LoadedModel,
+    model: LoadedModel,
     workdir: str | Path = ".tierlab/live",
     *,
     db: str = "sqlite",
@@ -43,7 +43,7 @@ def up_cluster(
     """Start the cluster of `model`'s app tier (the one with a threads and a connections
     pool, or `tier`): the first proxy listens on `port` (default: a free one), every
     other port is chosen free. The servers' pools start at the model's sizes."""
-    loaded = load_model(model)
+    loaded = model
     setting = PoolSetting.find(loaded, tier)
     spec = loaded.spec.tiers[setting.tier]
     engine = loaded.engine()

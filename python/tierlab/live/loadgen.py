@@ -7,21 +7,20 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from .. import _core
 from ..errors import InputError
-from ..model import LoadedModel, ModelWarning, load_model
+from ..model import LoadedModel, ModelWarning
 from ..run.interrupt import raise_if_stopped
 from ..trace import Trace
 from ..trace.core import from_core
 from .loadgen_metrics import serving
-from .mapping import Mapping, compile_requests, load_mapping
+from .mapping import Mapping, compile_requests
 
 
 def generate_load(
-    model: str | Path | dict | LoadedModel,
-    mapping: str | Path | dict | Mapping,
+    model: LoadedModel,
+    mapping: Mapping,
     *,
     target: str | None = None,
     also: Sequence[str] = (),
@@ -43,21 +42,19 @@ def generate_load(
     0.1 s; with `metrics_port` the same counters are served to Prometheus on
     127.0.0.1:PORT/metrics during the run (`loadgen_metrics`). Ctrl-C raises `RunInterrupted` whose `.result` has what was measured.
     Raises InputError at once if the target is unreachable or the configuration is refused."""
-    loaded = load_model(model)
     if clients is not None and session_rate is not None:
         raise InputError("give clients (a closed population) or session_rate (an open one), not both")
-    if clients is not None:
-        loaded = loaded.with_changes({"workload.population": {"clients": clients}})
-    if session_rate is not None:
-        loaded = loaded.with_changes({"workload.population": {"session_rate": session_rate}})
-    loaded = loaded.with_run(seed=seed, duration=duration, warmup=warmup, records=records)
-    m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
+    population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
+    run = {"seed": seed, "duration": duration, "warmup": warmup, "records": records}
+    changes = {f"run.{k}": v for k, v in run.items() if v is not None} | ({"workload.population": population} if population else {})
+    loaded = model.with_changes(changes)  # validated once, and not at all without changes
+    m = mapping
     with warnings.catch_warnings():
         # Capacity warnings are about the model's tiers, which a live run does not use.
         warnings.simplefilter("ignore", ModelWarning)
         engine = loaded.engine()
     names = [t["name"] for t in engine["types"]]
-    requests, values = compile_requests(m, names, str(mapping) if isinstance(mapping, (str, Path)) else None)
+    requests, values = compile_requests(m, names)
     run = engine["run"]
     config = {
         "workload": engine["workload"],

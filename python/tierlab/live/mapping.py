@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ..errors import ModelError
 from ..model import read_yaml
@@ -85,6 +85,12 @@ class Mapping(_Strict):
     timeout: float = Field(10.0, gt=0)
     values: dict[str, Value] = {}
     requests: dict[str, HttpRequest]
+    # The file it was read from, which its errors name (None: built from a mapping).
+    _source: str | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> str | None:
+        return self._source
 
     def holes(self) -> list[tuple[str, str]]:
         """(field path, value name) of every placeholder."""
@@ -110,6 +116,7 @@ def load_mapping(source: str | Path | dict) -> Mapping:
     ]
     if unknown:
         raise ModelError(unknown, where)
+    m._source = where
     return m
 
 
@@ -127,14 +134,14 @@ def _template(text: str, names: list[str]) -> list:
     return pieces
 
 
-def compile_requests(m: Mapping, type_names: list[str], where: str | None = None) -> tuple[list[dict], list[dict]]:
+def compile_requests(m: Mapping, type_names: list[str]) -> tuple[list[dict], list[dict]]:
     """The per-type HTTP requests (in the model's type order) and the value specs."""
     missing = [t for t in type_names if t not in m.requests]
     extra = [t for t in m.requests if t not in type_names]
     problems = [(f"requests.{t}", "the model has this request type but the mapping does not say which HTTP request it is") for t in missing]
     problems += [(f"requests.{t}", f"the model has no request type {t!r} (types: {', '.join(type_names)})") for t in extra]
     if problems:
-        raise ModelError(problems, where)
+        raise ModelError(problems, m.source)
     names = list(m.values)
     requests = [
         {"method": r.method, "path": _template(r.path, names), "form": [[k, _template(v, names)] for k, v in r.form.items()]}

@@ -25,7 +25,7 @@ import pandas as pd
 import psutil
 
 from ..errors import InputError
-from ..model import LoadedModel, load_model
+from ..model import LoadedModel
 from ..model.pools import PoolSetting
 from ..run.interrupt import RunInterrupted
 from ..trace import Trace
@@ -34,6 +34,7 @@ from ..trace.schema import StationSummary, TierSummary
 from . import statements
 from .decisions import dispatch_over_run, read_decisions
 from .loadgen import generate_load
+from .mapping import Mapping
 from .monitor import Monitor, Role
 from .observed import Period, server_series, server_summary, station_summary
 from .server.bookstore import Database, populate
@@ -360,13 +361,13 @@ class Testbed:
                 time.sleep(0.1)
         return first
 
-    def apply(self, model: str | Path | dict | LoadedModel, tier: str | None = None) -> PoolSetting:
+    def apply(self, model: LoadedModel, tier: str | None = None) -> PoolSetting:
         """Set the servers' pools from the model's tier that has one threads and one
         connections pool (or `tier`): sizes, wait timeouts (none in the model: a day),
         queue bounds, caching, and for `queue: priority` pools the request types'
         priorities (CTP). A pool's `retransmit` is the kernel's accept backlog, which a
         live server has of its own: it is not set."""
-        loaded = load_model(model)
+        loaded = model
         setting = PoolSetting.find(loaded, tier)
         spec = loaded.spec.tiers[setting.tier].pools
         ranks = {name: r.priority for name, r in loaded.spec.requests.items()}
@@ -384,7 +385,7 @@ class Testbed:
             admin.configure({"threads": pool(setting.threads), "connections": pool(setting.connections) | {"caching": spec[setting.connections].caching}})
         return setting
 
-    def run(self, model: str | Path | dict | LoadedModel, mapping, tier: str | None = None, **load_args) -> Trace:
+    def run(self, model: LoadedModel, mapping: Mapping, tier: str | None = None, **load_args) -> Trace:
         """Execute the model on the testbed: its pools set on the servers (`apply`),
         then one load (`generate_load`'s arguments) with the servers observed and the
         resource monitor on. Returns the trace in the simulator's schema; Ctrl-C raises
@@ -397,7 +398,7 @@ class Testbed:
         Nothing measured is lost: if a server ends during the run, the client's view
         (its failures counted) is still returned, without that server's phase columns
         and series, and `summary.missing` says what is absent and why."""
-        loaded = load_model(model)
+        loaded = model
         if self.state.tier is not None and loaded.spec.tiers[self.state.tier].servers != len(self.admins):
             raise InputError(
                 f"tiers.{self.state.tier}.servers is {loaded.spec.tiers[self.state.tier].servers} but the cluster up has {len(self.admins)}; "
@@ -469,7 +470,8 @@ class Testbed:
         decisions = None
         if self.proxies:
             decisions = self._decisions(marks)
-            tiers[app]["dispatch"] = dispatch_over_run([m[1] for m in marks], ends)
+            measured = None if trace.requests is None else trace.requests["id"]  # sent after the warm-up
+            tiers[app]["dispatch"] = dispatch_over_run([m[1] for m in marks], ends, decisions, measured)
         s["tiers"] = tiers
         s["missing"] = dict(sorted(missing.items()))
         if trace.requests is not None:
@@ -519,7 +521,7 @@ class LiveRunner:
     runner=)`, hence `profile_grid` and `max_sustainable_rate`): `Testbed.run` with
     each run's model — the same path as `tierlab live run`."""
 
-    def __init__(self, bed: Testbed, mapping, tier: str | None = None):
+    def __init__(self, bed: Testbed, mapping: Mapping, tier: str | None = None):
         self.bed, self.mapping, self.tier = bed, mapping, tier
 
     def __call__(self, model: LoadedModel) -> Trace:

@@ -6,6 +6,7 @@ import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -13,19 +14,39 @@ import yaml
 from pydantic import ValidationError
 
 from ..errors import ModelError, ModelWarning, field_path
+from .chain import ChainData, read_chain
 from .compile import Compiled, compile_model
 from .spec import Model
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedModel:
+    """A validated model: the one value every layer below the CLI takes. Its chain is
+    read from disk once and its engine input compiled once, at first use (both cached
+    on the value, and carried to a copy whose chain did not change), so a command that
+    runs a model many times reads and compiles it once per distinct model."""
+
     spec: Model
     base_dir: Path
     source: str | None = None
 
+    @cached_property
+    def chain(self) -> tuple[ChainData | None, list[tuple[str, str]]]:
+        """The workload's chain as read (a CSV from `base_dir`, or inline), and the
+        problems found reading it."""
+        return read_chain(self.spec.workload.chain, self.base_dir)
+
+    @cached_property
+    def compiled(self) -> Compiled:
+        """The engine input; raises ModelError (the problems of the whole model)."""
+        c = compile_model(self.spec, self.chain)
+        if c.problems:
+            raise ModelError(c.problems, self.source)
+        return c
+
     def engine(self) -> dict:
         """The engine input; raises ModelError, and warns (ModelWarning) about overload."""
-        c = self._compiled()
+        c = self.compiled
         for w in c.warnings:
             warnings.warn(w, ModelWarning, stacklevel=3)
         return c.engine
@@ -34,18 +55,14 @@ class LoadedModel:
         """Sessions/s at which the busiest CPU reaches 100% (an upper bound on the
         session throughput: overhead, disks and pools not counted); None if sessions
         never end."""
-        return self._compiled().session_rate_bound
-
-    def _compiled(self) -> Compiled:
-        c = compile_model(self.spec, self.base_dir)
-        if c.problems:
-            raise ModelError(c.problems, self.source)
-        return c
+        return self.compiled.session_rate_bound
 
     def with_changes(self, changes: Mapping[str, Any]) -> LoadedModel:
         """A copy with values replaced at dotted paths of the model file, e.g.
         ``{"tiers.app.pools.db.size": 8, "workload.population.session_rate": 2.5}`` —
         how sweeps vary a model. A path must name a field the model has."""
+        if not changes:
+            return self
         full = self.spec.model_dump()
         data = self.spec.model_dump(exclude_unset=True)
         for path, value in changes.items():
@@ -64,7 +81,10 @@ class LoadedModel:
             spec = Model.model_validate(data)
         except ValidationError as e:
             raise _model_error(e, self.source, data) from None
-        return LoadedModel(spec, self.base_dir, self.source)
+        changed = LoadedModel(spec, self.base_dir, self.source)
+        if spec.workload.chain == self.spec.workload.chain and "chain" in self.__dict__:
+            changed.__dict__["chain"] = self.chain  # the same file: not read again
+        return changed
 
     def with_run(self, **changes: Any) -> LoadedModel:
         """A copy with run settings (seed, duration, …) replaced; None values are ignored."""

@@ -5,11 +5,11 @@ acquire/release, call cycles, the chain, an open workload beyond capacity)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
+from .._core import MAX_POOLS
 from . import dist
 from .burst import fit_mmpp
-from .chain import ChainData, read_chain, visit_mix
+from .chain import ChainData, visit_mix
 from .limits import run_size_problems
 from .spec import (
     Acquire,
@@ -55,7 +55,8 @@ class Compiled:
     session_rate_bound: float | None
 
 
-def compile_model(m: Model, base_dir: Path) -> Compiled:
+def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, str]]]) -> Compiled:
+    """`chain_read`: the workload's chain as `read_chain` read it, and its problems."""
     bad = _Problems()
     tiers = list(m.tiers)
     tier_ix = {t: i for i, t in enumerate(tiers)}
@@ -65,8 +66,8 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
         for p, s in t.pools.items():
             if s.retransmit is not None and s.max_queue is None and s.timeout != 0:
                 bad.add(f"tiers.{tname}.pools.{p}.retransmit", "a pool that lets everyone wait never drops an attempt; set max_queue (the accept backlog)")
-        if len(t.pools) > 64:
-            bad.add(f"tiers.{tname}.pools", "at most 64 pools per tier")
+        if len(t.pools) > MAX_POOLS:
+            bad.add(f"tiers.{tname}.pools", f"at most {MAX_POOLS} pools per tier")
         engine_tiers.append(
             {
                 "name": tname,
@@ -116,7 +117,7 @@ def compile_model(m: Model, base_dir: Path) -> Compiled:
     if entry not in tier_ix:
         bad.add("workload.entry", f"{entry!r} is not a tier (tiers: {_names(tiers)})")
         entry = tiers[0]
-    chain, chain_bad = read_chain(w.chain, base_dir)
+    chain, chain_bad = chain_read
     for where, problem in chain_bad:
         bad.add(where, problem)
     busy_per_session: dict = {}

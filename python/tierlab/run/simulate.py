@@ -49,6 +49,7 @@ def simulate(
     """Run the model (a YAML path, a mapping or a loaded model); keyword arguments
     override its `run` section. `progress(fraction)` is called about every 0.1 s.
     Ctrl-C raises `RunInterrupted`, whose `.result` has what was measured."""
+    # The public entry point: the one below the CLI that takes a path (parsed here, once).
     loaded = load_model(model).with_run(seed=seed, duration=duration, warmup=warmup, records=records)
     engine = loaded.engine()
     out = run_engine(_core.simulate, engine, progress, loaded.source)

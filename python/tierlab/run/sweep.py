@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from ..errors import InputError, ModelError
-from ..model import LoadedModel, ModelWarning, load_model
+from ..model import LoadedModel, ModelWarning
 from ..trace import Trace
 from .progress import progress as show_progress
 from .simulate import simulate
@@ -43,7 +43,7 @@ class Run:
 
 
 def sweep(
-    model: str | LoadedModel,
+    model: LoadedModel,
     runs: Sequence[Run],
     measure: Callable[[Trace], T],
     *,
@@ -67,13 +67,12 @@ def sweep(
     `on_result(i, value)` is called as each run's result comes in (in the order the
     runs finish), e.g. to report it or write it at once. Runs that depend on earlier
     results: `Sweep`."""
-    loaded = load_model(model)
-    for i, run in enumerate(runs):  # fail here, with the run named, not in a worker
-        _check(loaded, run, i)
     results: list[Any] = [None] * len(runs)
-    with Sweep(loaded, workers=max(1, min(workers or os.cpu_count() or 1, len(runs))), scheduler=scheduler, progress=progress, runner=runner) as s:
-        for i, run in enumerate(runs):
-            s.submit(i, run, measure, check=False)
+    with Sweep(model, workers=max(1, min(workers or os.cpu_count() or 1, len(runs))), scheduler=scheduler, progress=progress, runner=runner) as s:
+        # Every run is checked here, with the run named, before the first goes out.
+        checked = [s.checked(i, run) for i, run in enumerate(runs)]
+        for i, (run, m) in enumerate(zip(runs, checked)):
+            s.submit(i, run, measure, model=m)
         for i, value in s.results():
             results[i] = value
             if on_result is not None:
@@ -100,25 +99,25 @@ class Sweep:
 
     def __init__(
         self,
-        model: str | LoadedModel,
+        model: LoadedModel,
         *,
         workers: int | None = None,
         scheduler: str | None = None,
         progress: str | None = "sweep",
         runner: Callable[[LoadedModel], Trace] | None = None,
     ):
-        self.model = load_model(model)
+        self.model = model
         if runner is not None and scheduler is not None:
             raise InputError("runs on a live system go one at a time from here; drop the Dask scheduler")
         workers = workers or os.cpu_count() or 1
         self._executor: _Executor
         if runner is not None or (scheduler is None and workers == 1):
-            self._executor = _InProcess(self.model, runner or simulate)
+            self._executor = _InProcess(runner or simulate)
         elif scheduler is not None:
-            self._executor = _OnDask(scheduler, self.model)
+            self._executor = _OnDask(scheduler)
         else:
-            self._executor = _OnProcesses(workers, self.model)
-        self._waiting: list[tuple[int, int, Run, Callable]] = []  # a heap: (-priority, ticket, ...)
+            self._executor = _OnProcesses(workers)
+        self._waiting: list[tuple[int, int, Run, LoadedModel, Callable]] = []  # a heap: (-priority, ticket, ...)
         self._keys: dict[int, Any] = {}  # of the runs not yet back, by ticket
         self._submitted = 0  # the next ticket
         self._at_most = 0  # the caller's bound on the runs it submits in all (`at_most`)
@@ -144,16 +143,25 @@ class Sweep:
         finally:
             self._bar.__exit__(None, None, None)
 
-    def submit(self, key: Any, run: Run, measure: Callable[[Trace], Any], *, priority: int = 0, check: bool = True) -> None:
+    def checked(self, ticket: int, run: Run) -> LoadedModel:
+        """The model of `run`, compiled here: a bad run is an error naming it before any
+        goes out. The compiled input travels with the model, so no worker compiles it
+        again."""
+        model = self._model_of(ticket, run)
+        with _naming(run, ticket):
+            _ = model.compiled  # compiled now, and cached on the value
+        return model
+
+    def submit(self, key: Any, run: Run, measure: Callable[[Trace], Any], *, priority: int = 0, check: bool = True, model: LoadedModel | None = None) -> None:
         """Queue `run`; `results` yields `(key, measure(trace))` once it ran. `measure`
-        must be a module-level function. `check`: check the run here, before it is
-        queued, as `sweep` checks all its runs before the first goes out; without, a
-        bad run fails when a worker reaches it (a run submitted as the next step of a
-        chain goes out at once: checking it would only add to the parent's work)."""
+        must be a module-level function. `check`: compile the run here, before it is
+        queued (`checked`); without, a bad run fails when a worker reaches it (a run
+        submitted as the next step of a chain goes out at once: the worker compiles it,
+        so the parent's work stays small). `model`: the run's model, already `checked`."""
         ticket = self._submitted
-        if check:
-            _check(self.model, run, ticket)
-        heapq.heappush(self._waiting, (-priority, ticket, run, measure))
+        if model is None:
+            model = self.checked(ticket, run) if check else self._model_of(ticket, run)
+        heapq.heappush(self._waiting, (-priority, ticket, run, model, measure))
         self._keys[ticket] = key
         self._submitted += 1
         self._bar.update(self._task, total=max(self._submitted, self._at_most))
@@ -178,15 +186,13 @@ class Sweep:
 
     def _hand_over(self) -> None:
         while self._waiting and self._running < self._executor.slots:
-            _, ticket, run, measure = heapq.heappop(self._waiting)
-            self._executor.start(ticket, run, measure)
+            _, ticket, run, model, measure = heapq.heappop(self._waiting)
+            self._executor.start(ticket, model, run, measure)
             self._running += 1
 
-
-def _check(loaded: LoadedModel, run: Run, ticket: int) -> None:
-    with _naming(run, ticket), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ModelWarning)
-        loaded.with_changes({**run.changes, "run.seed": run.seed}).engine()
+    def _model_of(self, ticket: int, run: Run) -> LoadedModel:
+        with _naming(run, ticket):
+            return self.model.with_changes({**run.changes, "run.seed": run.seed})
 
 
 @contextmanager
@@ -202,18 +208,18 @@ def _label(run: Run) -> str:
     return ", ".join(f"{k}={v}" for k, v in {**run.changes, "seed": run.seed}.items())
 
 
-def _execute(loaded: LoadedModel, ticket: int, run: Run, measure: Callable[[Trace], Any], runner: Callable[[LoadedModel], Trace] = simulate) -> Any:
+def _execute(model: LoadedModel, ticket: int, run: Run, measure: Callable[[Trace], Any], runner: Callable[[LoadedModel], Trace] = simulate) -> Any:
     with _naming(run, ticket), warnings.catch_warnings():
         # Sweeps overload systems on purpose (profiling, capacity searches).
         warnings.simplefilter("ignore", ModelWarning)
-        trace = runner(loaded.with_changes({**run.changes, "run.seed": run.seed}))
+        trace = runner(model)
     return measure(trace)
 
 
 class _Executor(Protocol):
     slots: int  # runs handed over at a time
 
-    def start(self, ticket: int, run: Run, measure: Callable) -> None: ...
+    def start(self, ticket: int, model: LoadedModel, run: Run, measure: Callable) -> None: ...
 
     def next(self) -> tuple[int, Any]:
         """The ticket and value of the next run to finish."""
@@ -227,46 +233,41 @@ class _InProcess:
 
     slots = 1
 
-    def __init__(self, loaded: LoadedModel, runner: Callable[[LoadedModel], Trace]):
-        self.loaded, self.runner = loaded, runner
-        self.started: tuple[int, Run, Callable] | None = None
+    def __init__(self, runner: Callable[[LoadedModel], Trace]):
+        self.runner = runner
+        self.started: tuple[int, LoadedModel, Run, Callable] | None = None
 
-    def start(self, ticket: int, run: Run, measure: Callable) -> None:
-        self.started = (ticket, run, measure)
+    def start(self, ticket: int, model: LoadedModel, run: Run, measure: Callable) -> None:
+        self.started = (ticket, model, run, measure)
 
     def next(self) -> tuple[int, Any]:
         assert self.started is not None
-        (ticket, run, measure), self.started = self.started, None
-        return ticket, _execute(self.loaded, ticket, run, measure, self.runner)
+        (ticket, model, run, measure), self.started = self.started, None
+        return ticket, _execute(model, ticket, run, measure, self.runner)
 
     def close(self, failed: bool) -> None:
         pass
 
 
-_worker_model: LoadedModel | None = None  # a worker process's copy, inherited at fork
-
-
-def _start_worker(loaded: LoadedModel) -> None:
-    global _worker_model
-    _worker_model = loaded
+def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
 
 
-def _in_worker(ticket: int, run: Run, measure: Callable) -> tuple[int, Any]:
-    assert _worker_model is not None
-    return ticket, _execute(_worker_model, ticket, run, measure)
+def _in_worker(ticket: int, model: LoadedModel, run: Run, measure: Callable) -> tuple[int, Any]:
+    return ticket, _execute(model, ticket, run, measure)
 
 
 class _OnProcesses:
-    """Forked worker processes; the model goes to each once, at the fork."""
+    """Forked worker processes; each run's model goes with it, compiled when the parent
+    checked it."""
 
-    def __init__(self, workers: int, loaded: LoadedModel):
+    def __init__(self, workers: int):
         self.slots = workers + 1
-        self.pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker, initargs=(loaded,))
+        self.pool = multiprocessing.get_context("fork").Pool(workers, initializer=_start_worker)
         self.done: queue.SimpleQueue = queue.SimpleQueue()
 
-    def start(self, ticket: int, run: Run, measure: Callable) -> None:
-        self.pool.apply_async(_in_worker, (ticket, run, measure), callback=self.done.put, error_callback=self.done.put)
+    def start(self, ticket: int, model: LoadedModel, run: Run, measure: Callable) -> None:
+        self.pool.apply_async(_in_worker, (ticket, model, run, measure), callback=self.done.put, error_callback=self.done.put)
 
     def next(self) -> tuple[int, Any]:
         got = self.done.get()
@@ -282,14 +283,10 @@ class _OnProcesses:
         self.pool.join()
 
 
-def _on_dask_worker(loaded: LoadedModel, ticket: int, run: Run, measure: Callable) -> tuple[int, Any]:
-    return ticket, _execute(loaded, ticket, run, measure)
-
-
 class _OnDask:
-    """A Dask cluster; the model goes to each worker once (scattered)."""
+    """A Dask cluster; each run's model goes with it, as to local workers."""
 
-    def __init__(self, address: str, loaded: LoadedModel):
+    def __init__(self, address: str):
         try:
             from distributed import Client, as_completed
         except ImportError:
@@ -298,12 +295,11 @@ class _OnDask:
         # A spare run per worker: the scheduler places a queued run on one worker, and
         # another that frees up would otherwise wait for this client to send more.
         self.slots = 2 * sum(self.client.nthreads().values())
-        self.model = self.client.scatter(loaded, broadcast=True)
         self.finished = as_completed()
         self.futures: set = set()
 
-    def start(self, ticket: int, run: Run, measure: Callable) -> None:
-        fut = self.client.submit(_on_dask_worker, self.model, ticket, run, measure, pure=False)
+    def start(self, ticket: int, model: LoadedModel, run: Run, measure: Callable) -> None:
+        fut = self.client.submit(_in_worker, ticket, model, run, measure, pure=False)
         self.futures.add(fut)
         self.finished.add(fut)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ...errors import InputError
-from ...model import load_model
+from ...model import LoadedModel
 from .profiling import grid_points
 from .validation import max_sustainable_rate
 
@@ -28,7 +28,7 @@ def best_sustainable(result: pd.DataFrame) -> pd.Series:
 
 
 def sizing_by_simulation(
-    model,
+    model: LoadedModel,
     M_values,
     N_values,
     *,
@@ -39,7 +39,7 @@ def sizing_by_simulation(
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.Series]:
     """(λ_max of every (M, N) with M ≥ N, the search's trials, the best configuration);
     `search`: `max_sustainable_rate`'s options (tier, workers, scheduler, progress, log)."""
-    loaded = load_model(model)
+    loaded = model
     first = start if start is not None else loaded.session_rate_bound()
     if first is None:
         raise InputError("the model's sessions never end, so it has no CPU bound to start the search from; give a first rate (--start)")

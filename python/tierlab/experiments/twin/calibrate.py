@@ -165,9 +165,7 @@ def _records(df: pd.DataFrame) -> dict:
     return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
-def calibrate(
-    traces: list[str | Path], model: str | Path | LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False
-) -> Calibration:
+def calibrate(traces: list[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
     (`handoff_cpu`, an exponential), sized so that the twin, run at the traces' loads,
@@ -175,7 +173,7 @@ def calibrate(
     demands grow with its requests in service (`Growth`), fitted so that the twin, run
     at each trace's load, uses the CPU per request the trace measured (two traces at
     different loads at least). Both are matched by simulation (`matched`)."""
-    base = load_model(model)
+    base = model
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
     m = measured(read, cores_of)

@@ -16,6 +16,7 @@ import psutil
 
 from ...analysis.machine import machine
 from ...errors import InputError
+from ...live.mapping import Mapping
 from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel
 from ...model.pools import PoolSetting
@@ -44,7 +45,7 @@ PERCENTILES = ("mean", "p50", "p90", "p99")
 def verify(
     twin: LoadedModel,
     bed: Testbed,
-    mapping: str | Path,
+    mapping: Mapping,
     loads: list[float],
     configs: list[tuple[int, int]] | None = None,
     speed: float = 1.0,
@@ -102,8 +103,10 @@ def verify(
             if name in ("throughput", "rt_mean"):
                 row[f"{name}.error_calibration_speed"] = _error(fixed[name], seen)
         rows.append(row)
+        error = row["throughput.error"]
         log(
-            f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin ({row['throughput.error']:+.1%})"
+            f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin "
+            + (f"({error:+.1%})" if math.isfinite(error) else "(no error: nothing was served live)")
         )
     return pd.DataFrame(rows)
 
