@@ -155,6 +155,7 @@ def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, dur
     from pathlib import Path
 
     from ..experiments.twin.verify import verify, write
+    from ..live.mapping import load_mapping
     from ..live.testbed import Testbed
     from ..report.plots import twin_plot
 
@@ -171,7 +172,7 @@ def twin_verify(twin_file, loads, configs, mixes, mapping, out_dir, workdir, dur
     table = verify(
         twin,
         Testbed(workdir),
-        mapping,
+        load_mapping(mapping),
         floats(loads),
         [(p[0], p[1]) for p in pairs] or None,
         speed,
