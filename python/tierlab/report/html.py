@@ -22,17 +22,25 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
+from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
-from ..analysis.bottleneck import bottleneck, breakdown, resources
+from ..analysis.bottleneck import GRACEFUL, PINNED, SATURATED, bottleneck, breakdown, resources
 from ..analysis.fluctuations import bimodality, retransmissions_per_minute
 from ..errors import InputError
 from ..experiments.ramp import ramp_of_traces
 from ..trace import Trace, window_of
 from ..trace.schema import OUTCOMES, PHASES, figures
+from .numbers import figure
 
 FINE, COARSE = 0.1, 10.0
 HEADLINE_PERCENTILES = ("p50", "p90", "p99", "p99.9")
+ENVELOPE_ABOVE = 600
+"""A series of more windows than this is drawn as its mean over buckets of several
+windows, over a band from their lowest to their highest: a 100 ms series of a
+10-minute run has 6,000 windows, which one line draws as a solid block."""
+BUCKETS = 300
+COLORS = qualitative.Plotly
 
 
 @dataclass
@@ -99,12 +107,75 @@ def _run_sections(trace: Trace) -> list[Section]:
 
 
 def _figure(fig: go.Figure, height: int = 320) -> str:
-    fig.update_layout(height=height, margin={"l": 60, "r": 20, "t": 30, "b": 45}, template="plotly_white", legend={"orientation": "h", "y": -0.25})
+    # The legend above the plot, where plotly makes room for it: below, it shared the
+    # margin with the x axis's title and sat on it when the figure was short.
+    fig.update_layout(
+        height=height,
+        margin={"l": 60, "r": 20, "t": 30, "b": 45},
+        template="plotly_white",
+        legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 1.02, "yanchor": "bottom"},
+    )
+    # Tick labels a few pixels off their axes: the two axes' "0" met at the corner.
+    fig.update_xaxes(ticks="outside", ticklen=4, tickcolor="rgba(0,0,0,0)")
+    fig.update_yaxes(ticks="outside", ticklen=4, tickcolor="rgba(0,0,0,0)")
     return str(fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False, "responsive": True}))
 
 
-def _table(df: pd.DataFrame, floats: str = "{:.4g}") -> str:
-    return str(df.to_html(index=False, border=0, classes="figures", na_rep="—", float_format=lambda x: floats.format(x)))
+def _table(df: pd.DataFrame) -> str:
+    return str(df.to_html(index=False, border=0, classes="figures", na_rep="—", float_format=figure))
+
+
+def _rgba(color: str, alpha: float) -> str:
+    r, g, b = (int(color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r}, {g}, {b}, {alpha})"
+
+
+def _buckets(s: pd.Series, step: float, every: float, end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each window's `every`-second bucket, and each bucket's place on the time axis:
+    the middle of the windows it holds, cut at the end of the run (a last, partial
+    bucket drawn at its full bucket's middle stood past the end: a 10 s point at
+    t = 25 s for a 20 s run; and a run's clock, summing 0.1 s steps, can open a last
+    window a hair before the end, 89.99999999999916 s of 90)."""
+    t = s.index.to_numpy(float)
+    starts = window_of(t, every)
+    spans = pd.DataFrame({"first": t, "last": np.minimum(t + step, end)}).groupby(starts).agg({"first": "min", "last": "max"})
+    return starts, ((spans["first"] + spans["last"]) / 2).to_numpy()
+
+
+def _series(fig: go.Figure, s: pd.Series, step: float, end: float, name: str, color: str, dash: str | None = None, scale: float = 1.0) -> float | None:
+    """`s` (values by window start, windows of `step` s, a run ending at `end`) drawn at
+    the windows' middles: as a line, or beyond ENVELOPE_ABOVE windows as the mean of
+    buckets of several windows over a band from their lowest to their highest (see
+    ENVELOPE_ABOVE). Returns the bucket's seconds when enveloped."""
+    s = s.dropna() * scale
+    if len(s) <= ENVELOPE_ABOVE:
+        x = np.minimum(s.index.to_numpy(float) + step / 2, end)
+        fig.add_scatter(x=x, y=s.to_numpy(), mode="lines", name=name, line={"width": 1, "color": color, "dash": dash})
+        return None
+    span = float(s.index.max() - s.index.min()) + step
+    bucket = max(step, float(np.ceil(span / BUCKETS / step)) * step)
+    starts, x = _buckets(s, step, bucket, end)
+    g = s.groupby(starts).agg(["mean", "min", "max"])
+    band = {"mode": "lines", "line": {"width": 0}, "legendgroup": name, "showlegend": False, "hoverinfo": "skip"}
+    fig.add_scatter(x=x, y=g["max"].to_numpy(), **band)
+    fig.add_scatter(x=x, y=g["min"].to_numpy(), fill="tonexty", fillcolor=_rgba(color, 0.25), **band)
+    fig.add_scatter(x=x, y=g["mean"].to_numpy(), mode="lines", name=name, legendgroup=name, line={"width": 1.5, "color": color, "dash": dash})
+    return bucket
+
+
+def _envelope_note(bucket: float | None, step: float) -> str:
+    if bucket is None:
+        return ""
+    return f"<p class='note'>Lines: the mean over {figure(bucket)} s; bands: the lowest to the highest of its {figure(step)} s windows.</p>"
+
+
+def _time_axis(fig: go.Figure, trace: Trace) -> None:
+    """Every time axis of a run from 0 to the end of its measured period, the warm-up
+    shaded: pools and stations start at 0, response times after the warm-up."""
+    warmup = trace.summary["warmup"]
+    if warmup > 0:
+        fig.add_vrect(x0=0, x1=warmup, fillcolor="grey", opacity=0.12, line_width=0, layer="below")
+    fig.update_xaxes(title="time (s)", range=[0, trace.end])
 
 
 def _ms(x: float | None) -> float | None:
@@ -120,10 +191,10 @@ def _headline(trace: Trace) -> Section:
     rows = [
         ("model", s["model"]),
         ("source", s["source"]),
-        ("measured", f"{s['measured_seconds']:.4g} s (after {s['warmup']:g} s warm-up)"),
-        ("throughput", f"{s['throughput']:.4g} req/s"),
+        ("measured", f"{figure(s['measured_seconds'])} s (after {figure(s['warmup'])} s warm-up)"),
+        ("throughput", f"{figure(s['throughput'])} req/s"),
         *((k, f"{s['requests'][k]:,}") for k in ("ok", "rejected", "timeout", "error")),
-        *((f"{p} response time", f"{rt[p] * 1000:.4g} ms" if p in rt else "—") for p in HEADLINE_PERCENTILES),
+        *((f"{p} response time", f"{figure(rt[p] * 1000)} ms" if p in rt else "—") for p in HEADLINE_PERCENTILES),
     ]
     if s["errors"]:
         failed = ", ".join(f"{k} {v:,}" for k, v in s["errors"].items() if v)
@@ -151,15 +222,16 @@ def _response_time(trace: Trace) -> Section | None:
     fine = _response_times(trace)
     if fine is None or fine.empty:
         return None
-    coarse = fine.groupby(window_of(fine.index.to_numpy(), COARSE)).mean()
     step = trace.summary["window"] if trace.requests is None else FINE
+    # Each 10 s mean at the middle of the windows it holds: the series ends where the data do.
+    starts, middles = _buckets(fine, step, COARSE, trace.end)
+    coarse = fine.groupby(starts).mean()
     fig = go.Figure()
-    fig.add_scatter(x=fine.index, y=fine.to_numpy() * 1000, mode="lines", name=f"{step:g} s windows", line={"width": 1})
-    fig.add_scatter(x=coarse.index + COARSE / 2, y=coarse.to_numpy() * 1000, mode="lines+markers", name=f"{COARSE:g} s windows")
-    fig.add_vline(x=trace.summary["warmup"], line_dash="dot", line_color="grey")
-    fig.update_xaxes(title="time (s)")
+    bucket = _series(fig, fine, step, trace.end, f"{figure(step)} s windows", COLORS[0], scale=1000)
+    fig.add_scatter(x=middles, y=coarse.to_numpy() * 1000, mode="lines+markers", name=f"{COARSE:g} s windows", line={"color": COLORS[1]})
+    _time_axis(fig, trace)
     fig.update_yaxes(title="mean response time (ms)")
-    return Section("response-time", "Response time over time", _figure(fig))
+    return Section("response-time", "Response time over time", _figure(fig) + _envelope_note(bucket, step))
 
 
 def _types(trace: Trace) -> Section | None:
@@ -189,7 +261,8 @@ def _breakdown(trace: Trace) -> Section | None:
         fig.add_bar(y=b.tier, x=b[p] * 1000, name=p, orientation="h")
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title="mean time per ok request (ms)")
-    return Section("breakdown", "Time per tier and phase", _figure(fig, 120 + 60 * len(b)) + _table(b.assign(**{c: b[c] * 1000 for c in ["time", *PHASES]})))
+    ms = b.assign(**{c: b[c] * 1000 for c in ["time", *PHASES]}).rename(columns={c: f"{c} (ms)" for c in ["time", *PHASES]})
+    return Section("breakdown", "Time per tier and phase", _figure(fig, 160 + 60 * len(b)) + _table(ms))
 
 
 def _resource_series(trace: Trace, part: Literal["pools", "stations"]) -> list[tuple[str, str, int, str]]:
@@ -207,14 +280,15 @@ def _pools(trace: Trace) -> Section | None:
     if not pools:
         return None
     fig = go.Figure()
-    for tier, name, i, _ in pools:
+    step, bucket = trace.summary["window"], None
+    for k, (tier, name, i, _) in enumerate(pools):
         for metric, dash in (("busy", None), ("queued", "dot"), ("rejected", "dash")):
             s = trace.series(tier, metric, name, i)
             if not s.empty:
-                fig.add_scatter(x=s.index, y=s[i], mode="lines", name=f"{tier}[{i}].{name} {metric}", line={"width": 1, "dash": dash})
-    fig.update_xaxes(title="time (s)")
+                bucket = _series(fig, s[i], step, trace.end, f"{tier}[{i}].{name} {metric}", COLORS[k % len(COLORS)], dash) or bucket
+    _time_axis(fig, trace)
     fig.update_yaxes(title="tokens busy / waiters / rejected per window")
-    return Section("pools", "Pools over time", _figure(fig, 360))
+    return Section("pools", "Pools over time", _figure(fig, 360) + _envelope_note(bucket, step))
 
 
 def _stations(trace: Trace) -> Section | None:
@@ -222,23 +296,50 @@ def _stations(trace: Trace) -> Section | None:
     if not stations:
         return None
     fig = go.Figure()
-    for tier, name, i in stations:
+    step, bucket = trace.summary["window"], None
+    for k, (tier, name, i) in enumerate(stations):
         s = trace.series(tier, "utilization", name, i)
-        fig.add_scatter(x=s.index, y=s[i], mode="lines", name=f"{tier}[{i}].{name}", line={"width": 1})
-    fig.update_xaxes(title="time (s)")
-    fig.update_yaxes(title="utilization", range=[0, 1.05])
-    return Section("stations", "Station utilization over time", _figure(fig))
+        bucket = _series(fig, s[i], step, trace.end, f"{tier}[{i}].{name}", COLORS[k % len(COLORS)]) or bucket
+    _time_axis(fig, trace)
+    fig.update_yaxes(title="utilization", range=[0, 1.05], tickformat=".0%")
+    return Section("stations", "Station utilization over time", _figure(fig) + _envelope_note(bucket, step))
 
 
 def _bottleneck(trace: Trace) -> Section | None:
     b = bottleneck(trace)
     if b is None:
         return None
-    verdict = f"{b.tier}[{b.server}].{b.resource} ({b.kind}): level {b.level:.0%}, pinned in {b.pinned:.0%} of the windows — " + (
-        "saturated: this resource limits the system" if b.saturated else "nothing is saturated; this is the busiest resource"
+    name, step = f"{b.tier}[{b.server}].{b.resource}", trace.summary["window"]
+    # The sentence and the plot beside it say the same: the resource's level over the
+    # measured period (the plot's dashed line), how often it was at the top (the share
+    # of its windows the plot's band reaches it), and the rule it is judged by.
+    if b.family == GRACEFUL:
+        series = trace.series(b.tier, "utilization", b.resource, b.server)[b.server]
+        level, top, limit = f"mean utilization {b.level:.0%}", "at 99% or more", SATURATED
+        rule = f"a station saturates at {SATURATED:.0%} mean utilization"
+        axis = "utilization"
+    else:
+        size = trace.summary["tiers"][b.tier]["servers"][b.server]["pools"][b.resource]["size"]
+        series = trace.series(b.tier, "busy", b.resource, b.server)[b.server] / size
+        level, top, limit = f"mean occupancy {b.level:.0%} of its {size} tokens", "at its cap", 1.0
+        rule = f"a pool saturates when at its cap in {PINNED:.0%} of the windows, or refusing requests"
+        axis = f"share of the {size} tokens busy"
+    verdict = f"{name} ({b.kind}): {level} over the measured period, {top} in {b.pinned:.0%} of its {figure(step)} s windows — " + (
+        "saturated: this resource limits the system" if b.saturated else f"nothing is saturated ({rule}); this is the busiest resource"
     )
+    fig = go.Figure()
+    bucket = _series(fig, series, step, trace.end, name, COLORS[0])
+    measured = [trace.summary["warmup"], trace.end]
+    fig.add_scatter(
+        x=measured, y=[b.level, b.level], mode="lines", name=f"mean over the measured period ({b.level:.0%})", line={"dash": "dash", "color": COLORS[1]}
+    )
+    fig.add_scatter(x=measured, y=[limit, limit], mode="lines", name=f"saturation ({limit:.0%})", line={"dash": "dot", "color": "grey"})
+    _time_axis(fig, trace)
+    fig.update_yaxes(title=axis, range=[0, 1.05], tickformat=".0%")
     table = resources(trace).drop(columns=["depth"])
-    return Section("bottleneck", "Bottleneck", f"<p class='verdict'>{html.escape(verdict)}</p>" + _table(table))
+    table = table.assign(level=100 * table.level, pinned=100 * table.pinned).rename(columns={"level": "level (%)", "pinned": "pinned (% of windows)"})
+    body = f"<p class='verdict'>{html.escape(verdict)}</p>" + _figure(fig, 300) + _envelope_note(bucket, step) + _table(table)
+    return Section("bottleneck", "Bottleneck", body)
 
 
 def _fluctuations(trace: Trace) -> Section | None:
@@ -249,20 +350,34 @@ def _fluctuations(trace: Trace) -> Section | None:
     if len(ok) < 10:
         return None
     b = bimodality(ok)
-    modes = ", ".join(f"{m * 1000:.4g} ms" for m in b.modes) or "—"
+    modes = ", ".join(_duration(m) for m in b.modes) or "—"
     per_minute = retransmissions_per_minute(trace)
     text = (
-        f"Hartigan's dip {b.dip:.4f}, p = {b.p_value:.3g}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. "
+        f"Hartigan's dip {figure(b.dip)}, p = {figure(b.p_value)}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. "
         f"TCP retransmissions per minute: mean {per_minute.mean():.1f}, max {per_minute.max():.0f}; "
         f"requests retransmitted: {(r.retransmissions > 0).mean():.2%}."
     )
     fig = go.Figure()
+    # Binned by the logarithm (the modes lie decades apart), labelled in ms and s.
     fig.add_histogram(x=np.log10(ok.to_numpy()), nbinsx=80, name="ok requests")
     for m in b.modes:
         fig.add_vline(x=float(np.log10(m)), line_dash="dash", line_color="crimson")
-    fig.update_xaxes(title="log10 response time (s)")
+    ticks = _log_ticks(float(ok.min()), float(ok.max()))
+    fig.update_xaxes(title="response time (log scale)", tickvals=np.log10(ticks), ticktext=[_duration(t) for t in ticks])
     fig.update_yaxes(title="requests")
     return Section("fluctuations", "Fluctuations: response-time distribution", f"<p>{html.escape(text)}</p>" + _figure(fig, 280))
+
+
+def _log_ticks(low: float, high: float) -> list[float]:
+    """Seconds at 1, 2 and 5 of each decade from `low` to `high` (only the 1s over more
+    than three decades, where the others would crowd)."""
+    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    steps = (1, 2, 5) if len(decades) <= 4 else (1,)
+    return [m * 10.0**d for d in decades for m in steps if low <= m * 10.0**d <= high] or [low, high]
+
+
+def _duration(seconds: float) -> str:
+    return f"{figure(seconds)} s" if seconds >= 1 else f"{figure(seconds * 1000)} ms"
 
 
 def _missing(trace: Trace) -> Section | None:
@@ -318,13 +433,13 @@ def _ramp(traces: list[Trace], loads: list[float] | None) -> Section:
     fig.update_layout(yaxis={"title": "p90 response time (ms)"}, yaxis2={"title": "throughput (req/s)", "overlaying": "y", "side": "right"})
     fig.update_xaxes(title="load" + (" (given)" if loads else " (mean requests in flight)"))
     notes = [
-        f"knee (capacity): load {knee.load:g}, p90 {knee.value * 1000:.4g} ms"
+        f"knee (capacity): load {knee.load:g}, p90 {figure(knee.value * 1000)} ms"
         if knee.load is not None and knee.value is not None
         else "no knee over these runs"
     ]
     if usl is not None:
-        peak = f"N* = {usl.n_star:.3g}" if usl.n_star is not None else "no peak"
-        notes.append(f"USL σ = {usl.sigma:.3g}, κ = {usl.kappa:.3g}, λ₁ = {usl.lambda1:.4g} req/s, {peak}")
+        peak = f"N* = {figure(usl.n_star)}" if usl.n_star is not None else "no peak"
+        notes.append(f"USL σ = {figure(usl.sigma)}, κ = {figure(usl.kappa)}, λ₁ = {figure(usl.lambda1)} req/s, {peak}")
     return Section("ramp", "Ramp", "<p>" + html.escape("; ".join(notes)) + "</p>" + _figure(fig, 380))
 
 
@@ -343,7 +458,7 @@ def _sizing(folder: Path) -> tuple[Section, pd.DataFrame]:
     )
     fig.update_xaxes(title="N (connections)")
     fig.update_yaxes(title="M (threads)")
-    text = f"optimum: M = {best['M']}, N = {best['N']}, λ = {best['lambda']:.4g} sessions/s"
+    text = f"optimum: M = {best['M']}, N = {best['N']}, λ = {figure(best['lambda'])} sessions/s"
     return Section("sizing", "Pool sizing: λ(M, N)", f"<p>{html.escape(text)}</p>" + _figure(fig, 420)), rates
 
 

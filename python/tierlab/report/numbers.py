@@ -16,9 +16,9 @@ MISSING = "—"
 
 
 def figure(x: Any) -> str:
-    """`x` rounded to what it means (see the module): three significant digits, whole
-    numbers and anything from 100 on without decimals; below 0.001 with an exponent
-    (`3.2e-05`), which fixed decimals would print as 0."""
+    """`x` rounded to what it means (see the module): at most three significant digits,
+    whole numbers and anything from 100 on without decimals; below 0.001 with an
+    exponent (`3.2e-05`), which fixed decimals would print as 0."""
     if x is None:
         return MISSING
     if isinstance(x, (bool, np.bool_)):
@@ -36,4 +36,5 @@ def figure(x: Any) -> str:
         return f"{x:,.0f}"
     if abs(x) < 0.001:
         return f"{x:.2g}"
-    return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}"
+    # Trailing zeros say nothing here: "0.1 s windows", not "0.100".
+    return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")

@@ -68,7 +68,7 @@ def print_summary(trace: Trace, out: Console) -> None:
         t.add_column(c, justify="left" if c == "type" else "right", overflow="fold")
     rows = [("all", req, s["throughput"], rt)] + [(n, v["requests"], v["throughput"], figures(v["response_time"])) for n, v in s["types"].items()]
     for name, r, x, q in rows:
-        t.add_row(name, *(figure(r[k]) for k in OUTCOMES), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
+        t.add_row(name, *(figure(dict(r)[k]) for k in OUTCOMES), f"{x:.2f}", *(_ms(q.get(k)) for k in ["mean", "p50", "p90", "p95", "p99", "p99.9"]))
     out.print(t)
     u = Table(title="resources (measured period)", title_justify="left")
     for c in ["tier", "server", "resource", "utilization / mean busy", "max busy", "pinned", "mean queued", "waited", "rejected"]:
