@@ -29,6 +29,7 @@ from ...model.pools import PoolSetting
 from ...model.spec import Open
 from ...run.sweep import Run, Sweep
 from ...trace import Trace
+from ...trace.schema import sent
 from .runlog import RATE, RunLog
 
 # The paper's profiling grid (§5.3).
@@ -102,9 +103,10 @@ def _load_structure(trace: Trace) -> tuple[pd.Series, float, float]:
 
 
 def _profile_run(trace: Trace) -> tuple[pd.DataFrame, float, float]:
+    """The run's phases, its served requests/s, and the share of the requests sent
+    after the warm-up it did not serve (rejected, timed out, failed or unfinished)."""
     r = trace.summary["requests"]
-    offered = r["ok"] + r["rejected"] + r["timeout"] + r["error"]
-    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, offered)
+    return request_profile(trace).phases, served_requests(trace), 1 - r["ok"] / max(1, sent(r))
 
 
 def profile_grid(
@@ -129,7 +131,8 @@ def profile_grid(
     """Profile every (M, N) of the grid with M ≥ N.
 
     A point counts as slightly overloaded once its runs reject at least `min_rejected`
-    of the requests. A system that thrashes under heavy overload serves less there than
+    of the requests sent (one unanswered at the end counts as rejected). A system
+    that thrashes under heavy overload serves less there than
     at its capacity, so the pilot can underestimate it: until the runs reject, the
     offered rate grows by (1 + overload) per round (at most `max_rounds`; `runs.csv`
     says whether each point got there). `refine` more rounds then close in on the
@@ -153,7 +156,8 @@ def profile_grid(
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
     pts = grid_points(M_values, N_values)
     rounds = max_rounds + refine
-    lines = RunLog(log, setting, 1 + len(pts) * (1 + rounds * len(seeds)), loaded.spec.run.duration) if log else None
+    at_most = 1 + len(pts) * (1 + rounds * len(seeds))  # lowered as each point's chain ends
+    lines = RunLog(log, setting, at_most, loaded.spec.run.duration) if log else None
     if lines:
         lines.start(f"profiling {len(pts)} points")
     # Each point's runs form a chain (pilot, then rounds at rising rates until they
@@ -169,7 +173,9 @@ def profile_grid(
     pilots = {pt: Run({**setting.changes(*pt), RATE: 2 * bound, **summary_only}, seeds[0]) for pt in pts}
     load_line = lines.step("load structure", [load_run], lambda v: f"L = {v[1]:.2f} requests per session, {v[2]:.0%} of the sessions ended") if lines else None
     pilot_line = lines.step("pilot", list(pilots.values()), lambda x: f"serves {x:.2f} requests/s") if lines else None
-    bar = None if lines or not progress else f"profiling {len(pts)} points"
+    # The bar's total is the most runs still possible, not the runs submitted so far
+    # (which grew with each round: "39/67" … "138/138").
+    bar = None if lines or not progress else f"profiling {len(pts)} points, runs done / at most"
     share, L = pd.Series(dtype=float), 0.0  # until the load-structure run is back
     rate: dict[tuple[int, int], float] = {}  # each point's latest
     found: dict[tuple[int, int], list] = {}  # each point's profile: its latest round (once one rejected: its lowest rejecting round), runs by seed
@@ -185,6 +191,7 @@ def profile_grid(
             written = time.monotonic()
 
     with Sweep(loaded, workers=workers, scheduler=scheduler, progress=bar, runner=runner) as runs:
+        runs.at_most(at_most)
 
         def profile(pt: tuple[int, int], round_: int) -> None:
             # Later rounds first: chains end early, not all at the end. Unchecked: the
@@ -240,8 +247,12 @@ def profile_grid(
                     refined[pt] += 1
                     rate[pt] = math.sqrt(served_at[pt] * offered[pt])
                     profile(pt, round_ + 1)
-                elif lines:
-                    lines.bound(lines.remaining - (rounds - round_) * len(seeds))
+                else:  # the chain ends: its rounds not run are not needed
+                    unneeded = (rounds - round_) * len(seeds)
+                    at_most -= unneeded
+                    runs.at_most(at_most)
+                    if lines:
+                        lines.bound(lines.remaining - unneeded)
             if L:  # start each point whose pilot is back
                 for pt, x in capacity.items():
                     rate[pt] = (1 + overload) * x / L
