@@ -21,3 +21,4 @@ lint:
 	python3 -m ruff check .
 	python3 -m ruff format --check .
 	python3 -m mypy
+	python3 -m mypy.stubtest tierlab._core

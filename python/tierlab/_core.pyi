@@ -4,15 +4,31 @@ a thin API. Each run returns the same dict: the typed summary as JSON text
 exception that stopped the run early (None if it ran to the end)."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, TypedDict, type_check_only
 
 import numpy as np
 import numpy.typing as npt
 
+__all__ = [
+    "simulate",
+    "generate_load",
+    "summary_schema",
+    "model_schema",
+    "latency_bounds",
+    "serve_proxy",
+    "__version__",
+    "PHASES",
+    "SCHEMA_VERSION",
+    "MAX_POOLS",
+]
+
 __version__: str
 PHASES: list[str]
 SCHEMA_VERSION: int
+MAX_POOLS: int  # pools per tier (a request's held pools are a 64-bit set)
 
+# The shapes of the dicts the functions return: types only, not names of the module.
+@type_check_only
 class Series(TypedDict):
     window_start: npt.NDArray[np.float64]
     values: npt.NDArray[np.float64]  # windows × series
@@ -21,6 +37,7 @@ class Series(TypedDict):
     resource: list[str]
     metric: list[str]
 
+@type_check_only
 class Output(TypedDict):
     summary: str
     series: Series
@@ -38,4 +55,5 @@ def generate_load(
 ) -> Output: ...
 def latency_bounds() -> list[float]: ...
 def summary_schema() -> str: ...
+def model_schema() -> str: ...
 def serve_proxy(config_path: str, threads: int | None = None) -> None: ...

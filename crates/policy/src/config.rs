@@ -1,5 +1,6 @@
 //! A policy as configuration: what the model file and the proxy's configuration name.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::{
@@ -7,7 +8,7 @@ use crate::{
     RoundRobin,
 };
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Policy {
     /// Per request, weighted (empty weights = equal); no affinity.

@@ -20,11 +20,12 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::{argmin_from, Dispatch, Load, Metrics, Request};
 
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedalConfig {
     /// Expected-load factor α ∈ (0, 1].
@@ -47,7 +48,7 @@ pub struct RedalConfig {
 }
 
 /// The dispatchability test's x-axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SlopeTest {
     /// Per type, Σ Δthroughput / Δarrivals between intervals (§II-A).

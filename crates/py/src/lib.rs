@@ -104,6 +104,13 @@ fn summary_schema() -> String {
     trace::summary_schema()
 }
 
+/// The JSON Schema of the model `simulate` reads (JSON text): what the Python model
+/// compiler must produce.
+#[pyfunction]
+fn model_schema() -> String {
+    sim::model::Model::schema()
+}
+
 /// Run `work` with the GIL released. Its `tick(args)` re-attaches to call
 /// `progress(*args)` and to notice Ctrl-C; false tells `work` to stop. A panic comes
 /// back as a Python exception rather than an abort.
@@ -231,10 +238,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(generate_load, m)?)?;
     m.add_function(wrap_pyfunction!(summary_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(model_schema, m)?)?;
     m.add_function(wrap_pyfunction!(latency_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(serve_proxy, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
     m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;
+    // The engine's limit, stated once: the model compiler reads it from here.
+    m.add("MAX_POOLS", sim::model::MAX_POOLS)?;
     Ok(())
 }

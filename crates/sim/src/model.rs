@@ -4,11 +4,13 @@
 //! error, not a panic.
 
 use policy::Policy;
+use schemars::generate::SchemaSettings;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use workload::dist::Dist;
 use workload::spec::{Population, SessionEnd, StateRole, Workload};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
     pub tiers: Vec<Tier>,
@@ -19,7 +21,7 @@ pub struct Model {
     pub run: Run,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Tier {
     pub name: String,
@@ -30,6 +32,7 @@ pub struct Tier {
     #[serde(default)]
     pub stateful: bool,
     #[serde(default)]
+    #[schemars(length(max = MAX_POOLS))]
     pub pools: Vec<Pool>,
     #[serde(default)]
     pub stations: Vec<Station>,
@@ -41,7 +44,7 @@ pub struct Tier {
 /// A JVM-like heap: CPU work allocates `allocation` MB per CPU-second; when `heap` MB
 /// have been allocated, every CPU of the server stops for `pause` seconds plus
 /// `per_request` per request in progress (live objects grow with concurrency).
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Gc {
     pub heap: f64,
@@ -68,7 +71,7 @@ impl Tier {
 
 /// How requests reach a tier's servers: `dispatchers` instances of one policy. The
 /// caller's server i (or, at the entry tier, session i) uses dispatcher i mod K.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Dispatcher {
     pub policy: Policy,
@@ -85,7 +88,7 @@ pub struct Dispatcher {
 }
 
 /// What a pool's tokens are; it decides which request phase holding or waiting counts as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PoolKind {
     Threads,
@@ -93,14 +96,14 @@ pub enum PoolKind {
     Other,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Discipline {
     Fifo,
     Priority,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Pool {
     pub name: String,
@@ -122,7 +125,7 @@ pub struct Pool {
 }
 
 /// A hand-off's length: drawn, or the woken waiter's own run on a CPU station.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase", deny_unknown_fields)]
 pub enum Handoff {
     /// Seconds, whatever else runs.
@@ -134,14 +137,14 @@ pub enum Handoff {
 
 /// TCP SYN retransmission: the k-th retry comes `initial · 2^(k−1)` seconds after the
 /// previous attempt; after `attempts` retries the request is rejected.
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Retransmit {
     pub initial: f64,
     pub attempts: u32,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Station {
     /// Processor sharing over `cores` of relative `speed`; with n jobs each progresses
@@ -189,7 +192,7 @@ impl Station {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Link {
     pub name: String,
@@ -217,7 +220,7 @@ fn default_mss() -> f64 {
     1460.0
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestType {
     pub name: String,
@@ -230,7 +233,7 @@ pub struct RequestType {
 /// A CPU step's demand × (1 + per · min(n, max)), n read from a pool of the step's tier
 /// when the step starts (the pool's own bookkeeping, or a shared database's, growing with
 /// the requests it serves or queues at once, up to where the growth levels off).
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Contention {
     pub pool: usize,
@@ -244,7 +247,7 @@ fn no_cap() -> u32 {
     u32::MAX
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Counted {
     /// Tokens held by other requests.
@@ -253,7 +256,7 @@ pub enum Counted {
     Waiting,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Step {
     /// Take a token; `cost` runs first (the pool's own work per acquisition, e.g.
@@ -316,7 +319,7 @@ pub enum Step {
     },
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Run {
     pub duration: f64,
@@ -336,6 +339,18 @@ impl Model {
         let m: Model = serde_json::from_str(s).map_err(|e| format!("engine model: {e}"))?;
         m.check()?;
         Ok(m)
+    }
+
+    /// The JSON Schema (draft 2020-12) of the JSON `from_json` reads, derived from the
+    /// types it deserializes, as JSON text: the contract the Python model compiler's
+    /// output is checked against (the invariants of `check` beyond shapes and names
+    /// are not in it).
+    pub fn schema() -> String {
+        let schema = SchemaSettings::draft2020_12()
+            .for_deserialize()
+            .into_generator()
+            .into_root_schema_for::<Model>();
+        serde_json::to_string_pretty(&schema).expect("a schema serializes")
     }
 
     /// Every invariant the engine relies on. An error reads `engine model: PATH: why`,

@@ -2,10 +2,11 @@
 
 use rand::{Rng, RngExt};
 use rand_distr::{Distribution, Exp1, LogNormal, StandardNormal};
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// A distribution as sent by the Python model compiler (already validated there).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 // A tag byte of its own: without it the kind hides in a niche of the empirical's
 // vectors, and every draw decodes it (14 instructions more per M/M/8 customer).

@@ -1,11 +1,12 @@
 //! The workload part of a model: who sends requests, in which order, how often — what
 //! the simulator and the live load generator both execute.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::dist::Dist;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Workload {
     pub entry_tier: usize,
@@ -23,14 +24,14 @@ pub struct Workload {
 
 /// A two-state MMPP as multipliers of the base rate: in phase i the rate is
 /// `factor[i]` × base, and the phase leaves i after an exponential time of rate `leave[i]`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Burst {
     pub factor: [f64; 2],
     pub leave: [f64; 2],
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Population {
     Closed { clients: u32 },
@@ -38,7 +39,7 @@ pub enum Population {
 }
 
 /// What a chain state does when entered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(tag = "kind", content = "type", rename_all = "lowercase")]
 pub enum StateRole {
     /// Issue a request of this type.
@@ -51,7 +52,7 @@ pub enum StateRole {
     Entry,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Chain {
     pub roles: Vec<StateRole>,
@@ -83,7 +84,7 @@ impl Chain {
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SessionEnd {
     /// Only an End state of the chain ends a session.
