@@ -14,8 +14,11 @@ timeout.
 
     python studies/validation_run_length.py
 
-Writes studies/results/validation_run_length/result.json (also printed last); it scores
-no claim of the paper, so it has no claims.json."""
+Writes studies/results/validation_run_length/result.json (also printed last) and
+claims.json: the paper's 5% error margin (§5.3) scored at each run length and timeout.
+The paper states no run length, so the claim is the margin's, not a run length's; its
+criterion is the paper's own figure (pool_sizing.py's), written after this study's first
+run (the ledger's note says so)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import json
 import warnings
 
 from tierlab.experiments.sizing import all_served
+from tierlab.experiments.study.claims import Criterion, Ledger, each
 from tierlab.experiments.study.provenance import output_dir, results, root, study_parser, write_result
 from tierlab.run import Run, sweep
 
@@ -32,6 +36,7 @@ SEEDS = range(1, 6)
 MEASURED = (600, 1500, 3300)  # seconds after the warm-up
 TIMEOUTS = (10.0, 5.0)
 PASSING = 0.6  # the paper's share of runs that must serve every request
+ERROR_BOUND = 0.05  # §5.3: the measured maximum "always lies within a 5% error margin" of the method's
 
 
 def method_point() -> tuple[int, float]:
@@ -74,6 +79,23 @@ def main() -> None:
             out["cases"].append(case)
             print(f"timeout {timeout:g} s, {measured} s: max sustainable {best} of λ = {lam:.3f} (headroom {case['headroom']})", flush=True)
     write_result(out_dir, out, SEEDS)
+    _claims(out).write(out_dir)
+
+
+def _claims(result: dict) -> Ledger:
+    """The paper's error margin at each run length and timeout (no sustainable rate: no error, a miss)."""
+    ledger = Ledger()
+    ledger.check(
+        f"The method's λ at M0 (N = {N}) lies within {ERROR_BOUND:.0%} of the measured maximum sustainable session throughput (§5.3), "
+        "whatever run length and pool timeout decide 'sustainable' (the paper states neither): λ / measured − 1",
+        ERROR_BOUND,
+        {f"{c['timeout']:g} s, {c['measured_seconds'] // 60} min": c["method_error"] for c in result["cases"]},
+        each(Criterion(f"|error| at most {ERROR_BOUND:.0%} (none where no rate was sustainable)", lambda ours, bound: ours is not None and abs(ours) <= bound)),
+        "not diagnosed: at every run length and timeout here the measured maximum lies 30-40% below λ (result.json's headroom), shorter runs sustaining more "
+        "(10 min at 10 s: +43%; 25 and 55 min: +67%), and with a 5 s timeout runs of 25 or 55 min sustained none of the rates from 60% of λ",
+        assumes="criterion written after the study's first run: the paper's own 5% (pool_sizing.py's ERROR_BOUND), not chosen on these figures",
+    )
+    return ledger
 
 
 if __name__ == "__main__":
