@@ -46,3 +46,21 @@ def test_every_study_with_a_ledger_has_one_committed():
 
 def test_the_readme_tables_are_the_generated_ones():
     assert ledger["README"].read_text() == ledger["rewrite"](ledger["README"].read_text()), "run python studies/ledger.py"
+
+
+RESULTS_FILES = sorted([*(ROOT / "studies" / "results").glob("*/result.json"), *(ROOT / "investigations").glob("*/results/*/result.json")])
+
+
+@pytest.mark.parametrize("path", RESULTS_FILES, ids=[str(p.parent.relative_to(ROOT)) for p in RESULTS_FILES])
+def test_every_committed_result_starts_with_its_provenance(path):
+    """commit, seed and command first (tierlab.experiments.study.provenance), and the
+    command names a script that exists, so check.py or a reader can regenerate it."""
+    record = json.loads(path.read_text())
+    assert list(record)[:3] == ["commit", "seed", "command"]
+    script = record["command"].split()[1]
+    assert (ROOT / script).is_file(), f"{path}: its command names {script}, which is not in the repository"
+
+
+def test_every_study_folder_has_its_ledger():
+    folders = {p.parent.name for p in (ROOT / "studies" / "results").glob("*/result.json")}
+    assert sorted(f for f in folders if not (ROOT / "studies" / "results" / f / "claims.json").exists()) == []
