@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tierlab import PHASES
 from tierlab.errors import InputError
@@ -185,6 +186,18 @@ def test_drain_gives_the_middlewares_phase_columns(bed):
     assert (records.db_cpu_time <= records.cpu_time + 1e-6).all()
     assert sum(windows["server"]["completions"]) == len(PAGES) == sum(windows["server"]["arrivals"])
     assert admin.metrics()["sessions"]["created"] >= 1  # the named session's cart lives in this server
+
+
+def test_metrics_in_the_prometheus_text_format_when_a_scraper_asks(bed):
+    token = (Path(bed.workdir) / "token").read_text().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{bed.admin_port}/metrics", headers={"Authorization": f"Bearer {token}", "Accept": "text/plain"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        families = {f.name: f for f in text_string_to_metric_families(r.read().decode())}
+    state = testbed.Admin(bed).metrics()
+    assert {s.labels["status"]: s.value for s in families["tierlab_requests"].samples} == state["requests"]
+    assert {s.labels["pool"]: s.value for s in families["tierlab_pool_size"].samples} == {p: v["size"] for p, v in state["pools"].items()}
+    counts = {s.labels["type"]: s.value for s in families["tierlab_response_seconds"].samples if s.name.endswith("_count") and s.labels["status"] == "ok"}
+    assert counts["SRES"] >= 1
 
 
 def test_a_live_run_through_the_unchanged_testbed(bed):

@@ -18,6 +18,7 @@ import java.util.concurrent.Executors;
  * The loopback admin endpoint, the Python server's (serve.py) in paths, token rule and
  * JSON: every call needs "Authorization: Bearer TOKEN";
  *   GET  /metrics          the server now: requests by status, each pool, the sessions
+ *                          (the Prometheus text format when asked: Accept text/plain or OpenMetrics)
  *   POST /config           {"threads": {...}, "connections": {...}}: size (Tomcat's
  *                          executor; HikariCP's maximumPoolSize), timeout (seconds a request
  *                          waits, then 503), caching (request|transaction), and max_queue
@@ -76,7 +77,9 @@ final class Admin {
     private static void handle(Tier tier, HttpExchange ex) throws IOException {
         String path = ex.getRequestURI().getPath();
         if (ex.getRequestMethod().equals("GET")) {
-            if (path.equals("/metrics")) {
+            if (path.equals("/metrics") && Exposition.wanted(ex.getRequestHeaders().getFirst("Accept"))) { // a Prometheus scraper: its text format
+                send(ex, 200, tier.exposition.render(tier.metrics()).getBytes(java.nio.charset.StandardCharsets.UTF_8), "text/plain; version=0.0.4; charset=utf-8");
+            } else if (path.equals("/metrics")) {
                 reply(ex, 200, tier.metrics());
             } else {
                 reply(ex, 404, Shared.error("no " + path + "; GET /metrics, POST /config, /observe, /drain"));
@@ -198,8 +201,11 @@ final class Admin {
     }
 
     private static void reply(HttpExchange ex, int code, Object payload) throws IOException {
-        byte[] body = OUT.asBytes(payload);
-        ex.getResponseHeaders().set("Content-Type", "application/json");
+        send(ex, code, OUT.asBytes(payload), "application/json");
+    }
+
+    private static void send(HttpExchange ex, int code, byte[] body, String contentType) throws IOException {
+        ex.getResponseHeaders().set("Content-Type", contentType);
         ex.sendResponseHeaders(code, body.length);
         try (OutputStream out = ex.getResponseBody()) {
             out.write(body);

@@ -38,6 +38,7 @@ final class Tier implements Filter {
     final Workers threads;
     final TimedDataSource db;
     final Sessions sessions;
+    final Exposition exposition = new Exposition(name);
     private final Map<String, Long> counts = new LinkedHashMap<>();
     private List<Map<String, Object>> records = new ArrayList<>();
     private final Set<RequestContext> open = new LinkedHashSet<>();
@@ -161,6 +162,7 @@ final class Tier implements Filter {
             completions.add(end, 1);
             residence.add(end, end - ctx.start);
         }
+        exposition.observe(ctx.type, outcome, end - ctx.start);
         if (body != null) {
             if (!res.isCommitted()) {
                 res.reset();
