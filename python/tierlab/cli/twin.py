@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 from rich.table import Table
 
@@ -99,9 +101,11 @@ def _written(cal, out_file: str) -> None:
         markup=False,
     )
     reg = cal.regression
+    residual = reg.attrs["relative_residual_all"]
     out.print(
         f"utilization regression over {reg.attrs['windows']} windows: {reg.loc['(all)', 'regression'] * 1e3:.3f} ms per request, "
-        f"{reg.loc['(background)', 'regression']:.2f} cores in the background (relative residual {reg.attrs['relative_residual_all']:.2f})",
+        f"{reg.loc['(background)', 'regression']:.2f} cores in the background "
+        + (f"(relative residual {residual:.2f})" if math.isfinite(residual) else "(no residual: the process used no CPU in the windows)"),
         markup=False,
     )
     out.print(f"effective cores: ceiling {cores['ceiling']:.2f} → {int(cores['cores'])}, speed {cores['speed']:.2f}", markup=False)
@@ -119,18 +123,22 @@ def demand_table(cal) -> Table:
     reg = cal.regression
     for name, row in cal.demands.iterrows():
         r = reg.loc[name, "regression"] if name in reg.index else float("nan")
-        per = row.get("db_per_call", float("nan"))
         t.add_row(
             str(name),
             f"{row['requests']:.0f}",
             f"{row['cpu_time'] * 1e3:.3f}",
-            f"{r * 1e3:.3f}",
+            shown(r * 1e3, ".3f", "— (no windows)"),
             f"{row['app_cpu'] * 1e3:.3f}",
             f"{row['db_requests']:.0f}",
             f"{row['db_queries']:.1f}",
-            "—" if per != per else f"{per * 1e3:.3f}",
+            shown(row.get("db_per_call", float("nan")) * 1e3, ".3f", "— (no access)"),
         )
     return t
+
+
+def shown(x: float, spec: str, missing: str) -> str:
+    """`x` formatted, or what is missing in its place: no figure prints as nan."""
+    return format(x, spec) if math.isfinite(x) else missing
 
 
 @twin.command("verify")
@@ -205,14 +213,22 @@ def verify_table(table) -> Table:
     for c in ("M", "N", "mix", "load", "speed live / twin", "machine", *figures):
         t.add_column(c, justify="right")
     for _, row in table.iterrows():
-        cells = [f"{row[f + '.measured']:.4g} / {row[f + '.predicted']:.4g} ({row[f + '.error']:+.0%})" for f in figures]
         t.add_row(
             f"{row.M:.0f}",
             f"{row.N:.0f}",
             str(row["mix"]),
             f"{row.load:g}",
-            f"{row['speed.live']:.2f} / {row['speed.calibrated']:.2f}",
-            f"{row['speed.machine']:.2f}",
-            *cells,
+            f"{shown(row['speed.live'], '.2f', '— (never 2+ in service)')} / {row['speed.calibrated']:.2f}",
+            shown(row["speed.machine"], ".2f", "— (no probe)"),
+            *[_versus(row[f + ".measured"], row[f + ".predicted"], row[f + ".error"]) for f in figures],
         )
     return t
+
+
+def _versus(measured: float, predicted: float, error: float) -> str:
+    """measured / predicted (error), saying what is missing: a response time where no
+    request completed, an error where the measured figure is 0."""
+    m = shown(measured, ".4g", "none completed")
+    p = shown(predicted, ".4g", "none completed")
+    e = shown(error, "+.0%", "no error: measured 0" if measured == 0 else "—")
+    return f"{m} / {p} ({e})"

@@ -394,7 +394,8 @@ def effective_cores(m: Measured) -> dict[str, float]:
     busy = w[w["concurrency"] >= BUSY]
     if len(busy) < 10:
         raise InputError(
-            f"the traces have {len(busy)} windows with {BUSY:g}+ requests in service (10 needed): the process's CPU ceiling cannot be seen; calibrate from a run with more load"
+            f"the traces have {len(busy)} windows with {BUSY:g}+ requests in service (10 needed): the process's CPU ceiling cannot be seen; calibrate from a run with more load "
+            "(README, 'A run busy enough to calibrate': `tierlab live run examples/twin_calibration.yaml --out DIR`)"
         )
     ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
     cores = max(1, round(ceiling))

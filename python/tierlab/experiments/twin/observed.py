@@ -124,7 +124,9 @@ def calibrate_observed(
     from ...trace import read_trace
     from .calibrate import calibrate
 
-    notes: list[str] = []
+    notes = [
+        "handler CPU: no span carries CPU time; the process's CPU (process.cpu.time) apportioned among the served requests by their time outside a remote database"
+    ]
     base = observed_model([(t, read_trace(t)) for t in traces], threads, connections, clients, think, notes)
     cal = calibrate(list(traces), base, **options)
     cal.notes[:0] = notes

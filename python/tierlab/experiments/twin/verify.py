@@ -103,7 +103,7 @@ def verify(
             if name in ("throughput", "rt_mean"):
                 row[f"{name}.error_calibration_speed"] = _error(fixed[name], seen)
         rows.append(row)
-        error = row["throughput.error"]
+        error = _error(at_step["throughput"], seen_figures["throughput"])
         log(
             f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin "
             + (f"({error:+.1%})" if math.isfinite(error) else "(no error: nothing was served live)")
