@@ -25,6 +25,7 @@ import argparse
 import hmac
 import json
 import logging
+import os
 import signal
 import threading
 import time
@@ -36,6 +37,7 @@ from waitress.parser import HTTPRequestParser
 from waitress.utilities import BadRequest, Error
 
 from .bookstore import Bookstore, Database
+from .bookstore.app import parse_cpu
 from .bookstore.sessions import SessionStore, session_store
 from .metrics import wants_prometheus
 from .middleware import ConnectionPool, Tier
@@ -251,6 +253,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--server", type=int, default=0, help="this server's index in its cluster (keys ≡ it mod --servers)")
     ap.add_argument("--servers", type=int, default=1, help="the cluster's servers sharing the database")
     ap.add_argument("--sessions", default=None, help="redis://HOST:PORT/DB: session state in Redis (default: in this process)")
+    ap.add_argument(
+        "--cpu",
+        type=parse_cpu,
+        default=parse_cpu(os.environ.get("TIERLAB_BOOKSTORE_CPU", "")),
+        help="PAGE=MS,... or 'paper': CPU a page spends before its first database access (Totok & Karamcheti's snippets); "
+        "default $TIERLAB_BOOKSTORE_CPU, so `tierlab live up` passes it on",
+    )
     ap.add_argument("--otel", default=None, help="FILE: also export OpenTelemetry traces and metrics to it as OTLP/JSON lines (live/server/otel.py)")
     a = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         telemetry = Telemetry(a.otel, lambda: pool.tokens.sample(), db.postgres)
     pool = ConnectionPool(telemetry.wrap_connect(db.connect) if telemetry else db.connect, size=a.connections, timeout=a.timeout, caching=a.caching)
     sessions = session_store(a.sessions, f"{a.server}")
-    app = Bookstore(db, pool, sessions, a.server, a.servers)
+    app = Bookstore(db, pool, sessions, a.server, a.servers, a.cpu)
     tier = Tier(telemetry.wrap_app(app) if telemetry else app, threads=a.threads, thread_timeout=a.timeout, db=pool)
     server = create_server(
         tier,

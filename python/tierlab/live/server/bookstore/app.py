@@ -6,7 +6,13 @@ Results asks for a connection 101 times (one query, then an item and its author 
 each of the 50 hits), Buy Request 10 times, and Buy Confirm once (one transaction).
 Pages are small HTML. A session the load generator names (`X-Tierlab-Session`) keeps
 its cart in its session state (`sessions.py`: this server's memory, or Redis); a
-browser without one carries it in an `sc_id` cookie."""
+browser without one carries it in an `sc_id` cookie.
+
+`cpu` (serve.py's `--cpu`): milliseconds of CPU a page spends before its first database
+access, the paper's "CPU-consuming code snippets ... *before* the request obtains a
+database connection" (§5.1), given in its "execution cycles" (≈ 1 ms each alone): Home,
+Buy Request, Buy Confirm 100, Search 50, Add To Cart 25, Item 10, Cart and Register 1 —
+`PAPER_CPU` (Add To Cart and Cart are one page here, shopping_cart, so it takes 25)."""
 
 from __future__ import annotations
 
@@ -32,6 +38,43 @@ class BadInput(Exception):
     """A parameter, form or cookie the page cannot take: 400, not a server error."""
 
 
+# §5.1's snippets by page (milliseconds of the handling thread's CPU).
+PAPER_CPU = {
+    "home": 100.0,
+    "buy_request": 100.0,
+    "buy_confirm": 100.0,
+    "execute_search": 50.0,
+    "shopping_cart": 25.0,
+    "product_detail": 10.0,
+    "customer_registration": 1.0,
+}
+
+
+def parse_cpu(text: str) -> dict[str, float]:
+    """`PAGE=MS,...` (e.g. `home=100,execute_search=50`) or `paper` (PAPER_CPU) as
+    {page: milliseconds}; ValueError naming the item that is not one."""
+    if text.strip() == "paper":
+        return dict(PAPER_CPU)
+    cpu = {}
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        page, _, ms = item.partition("=")
+        try:
+            cpu[page.strip()] = float(ms)
+        except ValueError:
+            raise ValueError(f"--cpu: {item!r} is not PAGE=MILLISECONDS (e.g. home=100)") from None
+        if not (0 <= cpu[page.strip()] < float("inf")):
+            raise ValueError(f"--cpu: {item!r}: milliseconds must be a finite number ≥ 0")
+    return cpu
+
+
+def spin(ms: float) -> None:
+    """Use `ms` milliseconds of this thread's CPU: under contention it takes longer, as
+    real work does (a sleep would not compete for the CPU)."""
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
+
+
 # Keys are INTEGER columns: 32-bit in PostgreSQL (a larger value would fail in the
 # database, and a larger one still overflow SQLite's 64 bits).
 MAX_ID = 2**31 - 1
@@ -41,7 +84,9 @@ class Bookstore:
     """`server` of `servers`: the cluster's servers share one database, so each makes
     the keys ≡ server (mod servers) — no two insert the same order or cart."""
 
-    def __init__(self, db: Database, pool: ConnectionPool, sessions: SessionStore | None = None, server: int = 0, servers: int = 1):
+    def __init__(
+        self, db: Database, pool: ConnectionPool, sessions: SessionStore | None = None, server: int = 0, servers: int = 1, cpu: dict[str, float] | None = None
+    ):
         self.db, self.pool = db, pool
         self.sessions = sessions if sessions is not None else LocalSessions()
         self.server, self.servers = server, servers
@@ -63,11 +108,15 @@ class Bookstore:
             "/admin_request": self.admin_request,
             "/admin_confirm": self.admin_confirm,
         }
+        self.cpu = {f"/{page}": ms for page, ms in (cpu or {}).items()}
+        if unknown := sorted(p[1:] for p in self.cpu if p not in self.routes):
+            raise ValueError(f"--cpu: no page {', '.join(unknown)}; pages: {', '.join(r[1:] for r in self.routes)}")
 
     # -- plumbing ---------------------------------------------------------------
 
     def __call__(self, environ, start_response):
-        handler = self.routes.get(environ.get("PATH_INFO", "/"))
+        path = environ.get("PATH_INFO", "/")
+        handler = self.routes.get(path)
         if handler is None:
             start_response("404 Not Found", [("Content-Type", "text/plain")])
             return [b"no such page\n"]
@@ -77,6 +126,7 @@ class Bookstore:
             args, cart = self._inputs(environ)
             state = self.sessions.load(session) if session else {}
             cart = state.get("cart") if session else cart
+            spin(self.cpu.get(path, 0.0))  # before the page's first connection (§5.1)
             title, body, new_cart = handler(args, cart)
             if session:
                 self.sessions.save(session, {"cart": new_cart, "visits": state.get("visits", 0) + 1})
