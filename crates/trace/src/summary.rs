@@ -113,8 +113,11 @@ pub struct TierSummary {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DispatchSummary {
     pub dispatchers: u64,
-    /// Stateful tiers: sessions whose state moved to another server, and whose state
-    /// was created on one.
+    /// Measured visits (requests, live) placed on a server other than their session's
+    /// home on the tier (the server of its previous visit there), and those whose
+    /// session had no home there yet: on every tier whose dispatcher reads homes
+    /// (more than one server, or session state), simulated and live alike. On a
+    /// stateful tier a migrated visit also fetches the session's state.
     pub session_migrations: u64,
     pub sessions_created: u64,
     /// Requests held at a waiting dispatcher, and those it rejected.

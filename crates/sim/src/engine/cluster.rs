@@ -82,7 +82,10 @@ impl Sim {
 
     /// Enter server `k` of dispatcher `d`'s block, which becomes the session's home on
     /// this tier (what affinity follows); on a stateful tier the session's state is
-    /// created there or migrates there.
+    /// created there or migrates there. `sessions_created` and `session_migrations`
+    /// mean what the live proxy's decisions do (docs/trace.md): a measured visit whose
+    /// session had no home on the tier, or had another — on every tier that reads
+    /// homes, stateful or not.
     ///
     /// Inlined with `enter_tier` (`always`: the hints alone are ignored) into
     /// `dispatch`'s callers: once per visit, where the calls cost more than the checks.
@@ -92,17 +95,15 @@ impl Sim {
         let session = self.reqs[slot as usize].session;
         let mut remote = false;
         let (stateful, c) = (self.m.tiers[tier].stateful, &mut self.clusters[tier]);
-        if stateful {
+        if c.reads_homes(stateful) {
             match self.sessions.home(session, tier) {
                 None => c.created += self.obs.measuring as u64,
                 Some(h) if h != local => {
                     c.migrations += self.obs.measuring as u64;
-                    remote = true;
+                    remote = stateful;
                 }
                 Some(_) => {}
             }
-        }
-        if c.reads_homes(stateful) {
             self.sessions.set_home(session, tier, local);
         }
         self.enter_tier(
