@@ -13,6 +13,7 @@ from plotly.offline import get_plotlyjs
 import tierlab
 from tierlab.cli import cli
 from tierlab.report.html import report
+from tierlab.report.numbers import figure
 from tierlab.trace.imports import jmeter, k6, locust
 
 from conftest import EXAMPLES, ROOT
@@ -61,7 +62,7 @@ def test_two_runs_side_by_side_with_deltas():
     assert rep.sections[0] == "comparison" and "ramp" not in rep.sections
     assert "run1-headline" in rep.sections and "run2-fluctuations" in rep.sections
     d = b.summary["throughput"] - a.summary["throughput"]
-    assert f"{d:+.4g} ({d / a.summary['throughput']:+.1%})" in rep.html
+    assert f"{'+' if d >= 0 else '-'}{figure(abs(d))} ({d / a.summary['throughput']:+.1%})" in rep.html
 
 
 def test_a_ramp_of_imported_runs_marks_the_knee():

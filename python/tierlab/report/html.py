@@ -417,7 +417,7 @@ def _comparison(runs: list[tuple[str, Trace]]) -> Section:
 def _delta(d: float, base: float) -> str:
     if not np.isfinite(d):
         return "—"
-    return f"{d:+.4g}" + (f" ({d / base:+.1%})" if base else "")
+    return ("+" if d >= 0 else "-") + figure(abs(d)) + (f" ({d / base:+.1%})" if base else "")
 
 
 def _ramp(traces: list[Trace], loads: list[float] | None) -> Section:
