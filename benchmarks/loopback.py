@@ -1,4 +1,5 @@
-"""What the loopback benchmarks share: a free port, waiting for a server to open one,
+"""What the loopback benchmarks share: waiting for a server to open a port (free ports:
+`tierlab.live.lifecycle.free_ports`),
 and the nginx backend they load (one worker, a fixed 200 response)."""
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ http {{
     }}
 }}
 """
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(port: int, within: float = 10.0) -> None:

@@ -58,8 +58,9 @@ from tierlab.analysis.machine import machine
 from tierlab.analysis.profile import request_profile
 from tierlab.experiments.study.claims import Criterion, Ledger, within
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
-from tierlab.live import testbed
+from tierlab.live import lifecycle
 from tierlab.live.cluster import free_port, up_cluster
+from tierlab.live.testbed import Testbed
 from tierlab.trace.schema import StatusCounts
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +121,7 @@ class SlopeSampler:
 
     LINE = re.compile(r'^tierlab_proxy_backend_dispatchable\{backend="([^"]+)"\}\s+(\S+)', re.M)
 
-    def __init__(self, state: testbed.State):
+    def __init__(self, state: lifecycle.State):
         token = (Path(state.workdir) / "token").read_text().strip()
         self.requests = [
             urllib.request.Request(f"http://127.0.0.1:{p['admin_port']}/metrics", headers={"Authorization": f"Bearer {token}"}) for p in state.proxies
@@ -165,7 +166,7 @@ def live_runs(model, policy: str, loads: list[int], workdir: Path, until=lambda 
     state = up_cluster(first, workdir, db="postgres", log=lambda *_: None)
     rows = []
     try:
-        bed = testbed.Testbed(workdir)
+        bed = Testbed(workdir)
         for clients in loads:
             with SlopeSampler(state) as sampler:
                 trace = bed.run(with_load(model, policy, clients), MAPPING)
@@ -191,11 +192,11 @@ def live_runs(model, policy: str, loads: list[int], workdir: Path, until=lambda 
             if until(rows):
                 break
     finally:
-        testbed.down(workdir)
+        lifecycle.down(workdir)
     return rows
 
 
-def _wire_bytes(bed: testbed.Testbed) -> float:
+def _wire_bytes(bed: Testbed) -> float:
     """Bytes per load-metric datagram the proxies have sent since they started (the
     trace's `sync_payload_bytes` is the size the policy counts, the simulator's, not
     what went on the wire); 0 without exchanges."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import socket
 import subprocess
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,27 +26,11 @@ MAPPING = EXAMPLES / "tpcw_http.yaml"
 HTTP = load_mapping(MAPPING)  # the example's HTTP mapping, read once
 
 
-def free_ports(n: int = 2) -> tuple[int, ...]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = tuple(s.getsockname()[1] for s in socks)
-    for s in socks:
-        s.close()
-    return ports
-
-
-@contextmanager
 def running_testbed(db: str, workdir: Path):
-    """A live testbed (the bookstore on `db`) for the duration of the block."""
-    from tierlab.live import testbed
+    """A live testbed (the bookstore on `db`, with live_model's pools) for the block."""
+    from tierlab.live.testbed import Testbed
 
-    port, admin = free_ports()
-    testbed.up(workdir, db=db, port=port, admin_port=admin, threads=10, connections=5, log=lambda *_: None)
-    try:
-        yield testbed.Testbed(workdir)
-    finally:
-        testbed.down(workdir)
+    return Testbed.started(workdir, db=db, threads=10, connections=5)
 
 
 def live_model(**changes) -> tierlab.LoadedModel:

@@ -25,9 +25,10 @@ import tempfile
 from pathlib import Path
 
 import tierlab.live
+from tierlab.live.lifecycle import free_ports
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import free_port, start_nginx  # noqa: E402
+from loopback import start_nginx  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -76,7 +77,7 @@ def main() -> None:
     for tool in ("wrk", "nginx"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: apt-get install wrk nginx-light")
-    port = free_port()
+    (port,) = free_ports(1)
     with tempfile.TemporaryDirectory() as prefix:
         nginx = start_nginx(prefix, [port])
         try:

@@ -27,8 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from tierlab.live.lifecycle import free_ports
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import free_port, start_nginx, wait_for  # noqa: E402
+from loopback import start_nginx, wait_for  # noqa: E402
 from run import ROOT, WRK_SCRIPT, start_haproxy, start_ours  # noqa: E402
 
 COUNTED = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "sched:sched_waking", "task-clock")
@@ -110,7 +112,7 @@ def main() -> None:
     if not a.binaries:
         subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "tierlab-proxy"], cwd=ROOT, check=True)
         a.binaries = [ROOT / "target" / "release" / "tierlab-proxy"]
-    p1, p2 = free_port(), free_port()
+    p1, p2 = free_ports(2)
     with tempfile.TemporaryDirectory() as prefix:
         d = Path(prefix)
         script = d / "sessions.lua"

@@ -33,8 +33,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tierlab.live.lifecycle import free_ports
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import free_port, start_nginx, wait_for  # noqa: E402
+from loopback import start_nginx, wait_for  # noqa: E402
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -75,14 +77,14 @@ def cpu_seconds(pid: int) -> float:
 def start_haproxy(d: Path, backends: tuple[int, int], wrap: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int]:
     """HAProxy (its config in the folder `d`) and the free port it listens on; `wrap`: a
     command to run it under (valgrind)."""
-    port = free_port()
+    (port,) = free_ports(1)
     (d / "haproxy.cfg").write_text(HAPROXY_CONF.format(port=port, p1=backends[0], p2=backends[1]))
     return subprocess.Popen([*wrap, "haproxy", "-db", "-f", str(d / "haproxy.cfg")], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port
 
 
 def start_ours(d: Path, name: str, binary: Path, policy: dict, backends: tuple[int, int], wrap: tuple[str, ...] = ()) -> tuple[subprocess.Popen, int]:
     """Our proxy on one thread with `policy`, as `start_haproxy` starts HAProxy."""
-    port = free_port()
+    (port,) = free_ports(1)
     conf = {"listen": f"127.0.0.1:{port}", "backends": [f"127.0.0.1:{b}" for b in backends], "policy": policy, "session": {"mode": "none"}}
     (d / f"{name}.json").write_text(json.dumps(conf))
     return subprocess.Popen([*wrap, str(binary), str(d / f"{name}.json"), "--threads", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), port
@@ -130,7 +132,7 @@ def main() -> None:
             sys.exit(f"{tool} not found: apt-get install haproxy nginx-light wrk (and a Rust toolchain)")
     subprocess.run(["cargo", "build", "--quiet", "--release", "-p", "tierlab-proxy"], cwd=ROOT, check=True)
     binary = ROOT / "target" / "release" / "tierlab-proxy"
-    p1, p2 = free_port(), free_port()
+    p1, p2 = free_ports(2)
     procs: list[subprocess.Popen] = []
     targets: dict[str, tuple[int, int]] = {}  # name → (port, pid)
     with tempfile.TemporaryDirectory() as prefix:

@@ -7,17 +7,20 @@ and its per-server counts are the proxy's own."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import socket
+from pathlib import Path
 
 import pytest
 
 import tierlab
 from tierlab.analysis.dispatch import cluster_metrics, load_imbalance
-from tierlab.live import testbed
+from tierlab.live import lifecycle
 from tierlab.live.cluster import up_cluster
 from tierlab.live.decisions import read_decisions
+from tierlab.live.testbed import Testbed
 from tierlab.trace.folder import read_trace
 
 from conftest import HTTP, live_model
@@ -39,14 +42,14 @@ def _run_and_stop(model, workdir):
     try:
         assert len(state.servers) == K and len(state.proxies) == 1
         assert all(_listening(p) for p in state.ports())
-        bed = testbed.Testbed(workdir)
+        bed = Testbed(workdir)
         trace = bed.run(model, HTTP)
     finally:
-        assert testbed.down(workdir)
+        assert lifecycle.down(workdir)
     # Nothing left: no recorded process runs (a reaped-or-zombie child is ended), no port answers.
-    assert not [pid for pid in state.pids() if testbed.running(pid)]
+    assert not [pid for pid in state.pids() if lifecycle.running(pid)]
     assert not [p for p in state.ports() if _listening(p)]
-    assert testbed.status(workdir) is None
+    assert lifecycle.status(workdir) is None
     return state, trace
 
 
@@ -75,7 +78,7 @@ def test_per_server_counts_in_the_trace_are_the_proxys_own(least_active):
     assert (proxy["server"].to_numpy() == r["app.server"].to_numpy()).all()
     assert (proxy["migrated"].to_numpy(dtype=bool) == r["app.migrated"].to_numpy(dtype=bool)).all()
     # And the proxy's summary (written at shutdown) counts every decision it logged.
-    summary = testbed.json.loads((testbed.Path(state.workdir) / "proxy-0.summary.json").read_text())
+    summary = json.loads((Path(state.workdir) / "proxy-0.summary.json").read_text())
     per_server = decisions[decisions.outcome == "served"]["server"].value_counts()
     assert [b["served"] for b in summary["proxy"]["backends"]] == [int(per_server.get(k, 0)) for k in range(K)]
 
@@ -100,10 +103,10 @@ def test_affinity_keeps_sessions_home_and_every_run_starts_afresh(tmp_path):
     model = cluster_model({"policy": "affinity"})
     up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
-        bed = testbed.Testbed(tmp_path / "live")
+        bed = Testbed(tmp_path / "live")
         runs = [bed.run(model, HTTP) for _ in range(2)]
     finally:
-        testbed.down(tmp_path / "live")
+        lifecycle.down(tmp_path / "live")
     for trace in runs:
         r, d = trace.requests, trace.summary["tiers"]["app"]["dispatch"]
         assert r["app.migrated"].sum() == 0 and d["session_migrations"] == 0
@@ -123,12 +126,12 @@ def test_session_state_in_redis_follows_a_migrating_session(tmp_path):
     state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         assert state.sessions is not None
-        bed = testbed.Testbed(tmp_path / "live")
+        bed = Testbed(tmp_path / "live")
         trace = bed.run(model, HTTP)
         fetched = sum(a.metrics()["sessions"]["migrations"] for a in bed.admins)
         moved = bed.proxies[0].summary()["dispatch"]["session_migrations"]
     finally:
-        testbed.down(tmp_path / "live")
+        lifecycle.down(tmp_path / "live")
     assert trace.requests["app.migrated"].mean() > 0.3  # round robin moves sessions every request
     # Every move the proxy made, a server fetched the state from Redis (give or take the
     # requests the clients abandoned at the end: one per client at most). Measured: 690 vs 689.
@@ -143,9 +146,9 @@ def test_two_shared_proxies_split_the_sessions_and_exchange_metrics(tmp_path):
     state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         assert len(state.proxies) == 2
-        trace = testbed.Testbed(tmp_path / "live").run(model, HTTP)
+        trace = Testbed(tmp_path / "live").run(model, HTTP)
     finally:
-        testbed.down(tmp_path / "live")
+        lifecycle.down(tmp_path / "live")
     logs = [read_decisions(m["decisions"]) for m in state.proxies]
     assert all(set(log["session"]) and set(log["server"].dropna()) == set(range(K)) for log in logs)
     assert set(logs[0]["session"]).isdisjoint(logs[1]["session"])  # each session through one proxy

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import tierlab
-from tierlab.live import testbed
+from tierlab.live import lifecycle
 
 from conftest import EXAMPLES, HTTP, MAPPING, live_model, running_testbed
 
@@ -63,14 +63,15 @@ def test_a_server_killed_mid_run_leaves_the_clients_trace_and_says_what_is_missi
 
 
 def test_a_sweep_stops_with_a_clear_error_when_the_server_is_gone(bed):
-    from tierlab.live.testbed import LiveRunner, ServerGone
+    from tierlab.live.admin import ServerGone
+    from tierlab.live.testbed import LiveRunner
     from tierlab.run import Run, sweep
 
     killer = _kill_server(bed, 1.0)
     with pytest.raises(ServerGone, match="app.phases: the server .* ended"):
         sweep(live_model(**{"run.duration": 3, "run.warmup": 0}), [Run({}, 1), Run({}, 2)], len, runner=LiveRunner(bed, HTTP), progress=None)
     killer.join()
-    assert testbed.status(bed.state.workdir) is None  # the testbed knows it is down
+    assert lifecycle.status(bed.state.workdir) is None  # the testbed knows it is down
 
 
 def _live_run(bed, out, duration: float) -> subprocess.Popen:

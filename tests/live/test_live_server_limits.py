@@ -16,9 +16,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tierlab.live.lifecycle import free_ports
 from tierlab.live.server import serve
 
-from conftest import free_ports, running_testbed
+from conftest import running_testbed
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,13 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from tierlab import PHASES
-from tierlab.live import testbed
+from tierlab.live import lifecycle
 
 from conftest import HTTP, ROOT, chain_mix, live_model, mix_distance, running_testbed
 
@@ -134,8 +135,8 @@ def test_too_few_threads_reject_with_503_and_nothing_leaks(bed):
 def test_a_database_restart_is_counted_and_the_pool_recovers(bed):
     if bed.state.kind != "postgres":
         pytest.skip("SQLite is a file: nothing to restart")
-    script = testbed.POSTGRES_SCRIPT
-    pgdir = str(testbed.Path(bed.state.workdir).parent / "postgres")
+    script = lifecycle.POSTGRES_SCRIPT
+    pgdir = str(Path(bed.state.workdir).parent / "postgres")
     restart = threading.Timer(2.0, lambda: subprocess.run(["bash", str(script), "restart", pgdir], check=True, capture_output=True))
     restart.start()
     trace = bed.run(live_model(**{"run.duration": 8, "run.warmup": 0}), HTTP)
@@ -155,12 +156,11 @@ def test_a_second_start_answers_with_the_running_database(bed):
     with the running server's URL instead of failing to connect."""
     if bed.state.kind != "postgres":
         pytest.skip("SQLite has no server")
-    from tierlab.live.cluster import free_port
 
-    pgdir = str(testbed.Path(bed.state.workdir).parent / "postgres")
+    pgdir = str(Path(bed.state.workdir).parent / "postgres")
     run = subprocess.run(
-        ["bash", str(testbed.POSTGRES_SCRIPT), "start", pgdir],
-        env=os.environ | {"TIERLAB_PG_PORT": str(free_port())},
+        ["bash", str(lifecycle.POSTGRES_SCRIPT), "start", pgdir],
+        env=os.environ | {"TIERLAB_PG_PORT": str(lifecycle.free_ports(1)[0])},
         capture_output=True,
         text=True,
         check=True,

@@ -15,9 +15,10 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families
 
 from tierlab.live import generate_load, loadgen
+from tierlab.live.lifecycle import free_ports
 from tierlab.live.loadgen_metrics import _Progress
 
-from conftest import HTTP, free_ports, live_model, running_testbed
+from conftest import HTTP, live_model, running_testbed
 
 PROMETHEUS_ACCEPT = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"  # what Prometheus sends
 

@@ -81,6 +81,13 @@ def live() -> None:
     help="The cluster form: K bookstore servers (the app tier's `servers`) behind P proxies running its `dispatch:` policy, "
     "sessions in Redis if the tier has `session_state`; --port is then the first proxy's (default: a free port), every other port free.",
 )
+@click.option(
+    "--server",
+    type=click.Choice(["python", "java"]),
+    default="python",
+    show_default=True,
+    help="The bookstore's runtime: Python (waitress + tierlab's middleware) or the JVM (embedded Tomcat + HikariCP, built with Maven on first use).",
+)
 @click.option("--port", type=int, default=None, help="The bookstore's HTTP port (loopback; default 8080).")
 @click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
 @click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
@@ -91,9 +98,9 @@ def live() -> None:
 @click.option(
     "--otel", type=click.Path(dir_okay=False), help="Also export the server's OpenTelemetry traces and metrics to this file (OTLP/JSON lines; the otel extra)."
 )
-def live_up(workdir, db, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel) -> None:
+def live_up(workdir, db, server, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
-    from ..live import testbed
+    from ..live import lifecycle
 
     if model is not None:
         from ..live.cluster import up_cluster
@@ -101,10 +108,10 @@ def live_up(workdir, db, model, port, admin_port, threads, connections, caching,
         if otel:
             raise click.UsageError("--otel exports one bookstore's telemetry; start it without --model")
 
-        state = up_cluster(changed(model), workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print)
+        state = up_cluster(changed(model), workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print, server=server)
         err.print(f"cluster up on http://{state.target}: {len(state.servers)} servers, {len(state.proxies)} proxies, {state.db}; logs in {workdir}")
         return
-    state = testbed.up(
+    state = lifecycle.up(
         workdir,
         db=db,
         port=8080 if port is None else port,
@@ -116,26 +123,28 @@ def live_up(workdir, db, model, port, admin_port, threads, connections, caching,
         num_ebs=num_ebs,
         log=err.print,
         otel=otel,
+        server=server,
     )
-    err.print(f"bookstore up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
+    err.print(f"bookstore ({server}) up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 
 
 @live.command("down")
 @WORKDIR
 def live_down(workdir) -> None:
     """Stop what `tierlab live up` started."""
-    from ..live import testbed
+    from ..live import lifecycle
 
-    err.print("stopped" if testbed.down(workdir) else "nothing was running")
+    err.print("stopped" if lifecycle.down(workdir) else "nothing was running")
 
 
 @live.command("status")
 @WORKDIR
 def live_status(workdir) -> None:
     """Whether the testbed is up, and its pools (JSON)."""
-    from ..live import testbed
+    from ..live import lifecycle, testbed
+    from ..live.admin import Admin
 
-    state = testbed.status(workdir)
+    state = lifecycle.status(workdir)
     if state is None:
         err.print("down")
         sys.exit(1)
@@ -145,7 +154,7 @@ def live_status(workdir) -> None:
         proxies = [m | {"summary": p.summary()} for m, p in zip(state.proxies, bed.proxies)]
         click.echo(json.dumps({"target": state.target, "db": state.db, "sessions": state.sessions, "servers": servers, "proxies": proxies}, indent=2))
         return
-    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **testbed.Admin(state).metrics()}, indent=2))
+    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **Admin(state.workdir, state.admin_port).metrics()}, indent=2))
 
 
 @live.command("config")

@@ -11,7 +11,6 @@ and summary are files `proxy-<i>.*` in the working folder."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import time
 from pathlib import Path
@@ -19,14 +18,8 @@ from pathlib import Path
 from ..errors import InputError
 from ..model import LoadedModel
 from ..model.pools import PoolSetting
-from .testbed import REDIS_SCRIPT, Admin, ProxyAdmin, State, await_admin, database, prepare, save, server_command, service_script, spawn
-
-
-def free_port() -> int:
-    """A port the kernel has just handed out (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from .admin import Admin, ProxyAdmin
+from .lifecycle import REDIS_SCRIPT, Server, State, await_admin, database, free_ports, prepare, save, server_command, service_script, spawn
 
 
 def up_cluster(
@@ -39,6 +32,7 @@ def up_cluster(
     num_items: int = 1000,
     num_ebs: int = 1,
     log=print,
+    server: Server = "python",
 ) -> State:
     """Start the cluster of `model`'s app tier (the one with a threads and a connections
     pool, or `tier`): the first proxy listens on `port` (default: a free one), every
@@ -55,22 +49,23 @@ def up_cluster(
     pools = spec.pools
     threads, connections = pools[setting.threads].size, pools[setting.connections].size
     caching = pools[setting.connections].caching
-    state = State(0, 0, 0, url, db, str(workdir), "", tier=setting.tier, sessions=sessions)
+    state = State(0, 0, 0, url, db, str(workdir), "", tier=setting.tier, server=server, sessions=sessions)
     for i in range(k):
-        sport, admin = free_port(), free_port()
+        sport, admin = free_ports(2)
         extra = ["--server", str(i), "--servers", str(k), *(["--sessions", sessions] if sessions else [])]
         logfile = workdir / f"server-{i}.log"
-        pid = spawn(server_command(workdir, url, sport, admin, threads, connections, caching, *extra), logfile)
+        pid = spawn(server_command(server, workdir, url, sport, admin, threads, connections, caching, *extra, log=log), logfile)
         state.servers.append({"pid": pid, "port": sport, "admin_port": admin, "log": str(logfile)})
     first = state.servers[0]
     state.pid, state.port, state.admin_port, state.log = first["pid"], first["port"], first["admin_port"], first["log"]
     save(state)
     backends = [f"127.0.0.1:{m['port']}" for m in state.servers]
-    sync_ports = [free_port() for _ in range(p)] if p > 1 and not dispatch["hierarchical"] else []
+    sync_ports = free_ports(p) if p > 1 and not dispatch["hierarchical"] else []
     types = [t["name"] for t in engine["types"]]
     origin = time.time()
     for i in range(p):
-        pport, admin = (port if i == 0 and port else free_port()), free_port()
+        pport, admin = free_ports(2)
+        pport = port if i == 0 and port else pport
         config = {
             "listen": f"127.0.0.1:{pport}",
             "backends": _block(backends, i, p) if dispatch["hierarchical"] else backends,
@@ -96,7 +91,7 @@ def up_cluster(
         pid = spawn([sys.executable, "-m", "tierlab.live.proxy", str(conf), "--threads", "1"], logfile)
         state.proxies.append({"pid": pid, "port": pport, "admin_port": admin, "log": str(logfile), "decisions": config["decisions"]})
         save(state)
-    admins = [Admin(state, m["admin_port"]) for m in state.servers] + [ProxyAdmin(state, m["admin_port"]) for m in state.proxies]
+    admins = [Admin(workdir, m["admin_port"]) for m in state.servers] + [ProxyAdmin(workdir, m["admin_port"]) for m in state.proxies]
     await_admin(state, admins, Path(state.log))
     return state
 

@@ -1,28 +1,19 @@
-"""The live testbed's lifecycle: `up` starts the database and the bookstore in the
-background (state in `.tierlab/live/` under the working directory), `down` stops
-them, and `Testbed.run` executes a model on it: the model's pools set on the server,
-then one measured load — the load generator's client view joined, request by
+"""A model executed on the running testbed (`Testbed.run`): the model's pools set on the
+servers, then one measured load — the load generator's client view joined, request by
 request, with the middleware's phase records, the server's per-window observation and
-the resource monitor's series, in the simulator's trace schema."""
+the resource monitor's series, in the simulator's trace schema. The processes are
+`lifecycle`'s; the endpoints `admin`'s."""
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
-import psutil
 
 from ..errors import InputError
 from ..model import LoadedModel
@@ -32,296 +23,14 @@ from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
 from . import statements
+from .admin import Admin, ProxyAdmin, ServerGone
 from .decisions import dispatch_over_run, read_decisions
+from .lifecycle import down, free_ports, status, up
 from .loadgen import generate_load
 from .mapping import Mapping
 from .monitor import Monitor, Role
 from .observed import Period, server_series, server_summary, station_summary
-from .server.bookstore import Database, populate
-
-POSTGRES_SCRIPT = Path(__file__).with_name("postgres.sh")
-REDIS_SCRIPT = Path(__file__).with_name("redis.sh")
-
-
-@dataclass
-class State:
-    """What `up` started. The single form: one bookstore (`pid`, `port`, `admin_port`,
-    `log`). The cluster form (`up_cluster`) also records every server and proxy
-    (`servers`, `proxies`: pid, port, admin_port, log each; the first server is
-    `pid`…), the model tier they form, and the Redis URL if sessions live there."""
-
-    pid: int
-    port: int
-    admin_port: int
-    db: str
-    kind: str
-    workdir: str
-    log: str
-    tier: str | None = None
-    servers: list[dict] = field(default_factory=list)
-    proxies: list[dict] = field(default_factory=list)
-    sessions: str | None = None
-
-    @property
-    def target(self) -> str:
-        return self.targets()[0]
-
-    def targets(self) -> list[str]:
-        """Where clients connect: a cluster's proxies (session s to proxy s mod P), else the bookstore."""
-        return [f"127.0.0.1:{p}" for p in ([m["port"] for m in self.proxies] or [self.port])]
-
-    def pids(self) -> list[int]:
-        """Every process `up` started (each leads a process group of its own)."""
-        return [self.pid, *(m["pid"] for m in self.servers[1:]), *(m["pid"] for m in self.proxies)]
-
-    def ports(self) -> list[int]:
-        if not self.servers:
-            return [self.port, self.admin_port]
-        return [p for m in self.servers + self.proxies for p in (m["port"], m["admin_port"])]
-
-
-def _state_file(workdir: Path) -> Path:
-    return workdir / "state.json"
-
-
-def running(pid: int) -> bool:
-    """The process exists and has not ended (a killed child of ours stays a zombie
-    until reaped: ended all the same)."""
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
-
-
-class ServerGone(InputError):
-    """The bookstore's admin endpoint does not answer: the server ended (or never started)."""
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
-def up(
-    workdir: str | Path = ".tierlab/live",
-    *,
-    db: str = "sqlite",
-    port: int = 8080,
-    admin_port: int = 8081,
-    threads: int = 20,
-    connections: int = 10,
-    caching: str = "transaction",
-    num_items: int = 1000,
-    num_ebs: int = 1,
-    log=print,
-    otel: str | Path | None = None,
-) -> State:
-    """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
-    bookstore; populate the data if this scale has not been loaded yet. `otel`: a file
-    the server also exports its OpenTelemetry traces and metrics to (OTLP/JSON lines)."""
-    workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
-    url = database(workdir, db, num_items, num_ebs, log)
-    logfile = workdir / "server.log"
-    extra = ("--otel", str(Path(otel).resolve())) if otel else ()
-    pid = spawn(server_command(workdir, url, port, admin_port, threads, connections, caching, *extra), logfile)
-    state = State(pid, port, admin_port, url, db, str(workdir), str(logfile))
-    save(state)
-    await_admin(state, [Admin(state)], logfile)
-    return state
-
-
-def prepare(workdir: str | Path, ports: list[tuple[int, str]]) -> Path:
-    """The working folder, its token, and a check that nothing runs and the ports are free."""
-    workdir = Path(workdir).resolve()
-    workdir.mkdir(parents=True, exist_ok=True)
-    if _state_file(workdir).exists():
-        state = status(workdir)
-        if state is not None:
-            raise InputError(f"the testbed is already up (pid {state.pid}, {state.target}); run `tierlab live down` first")
-    for p, what in ports:
-        if not _free(p):
-            raise InputError(f"port {p} is in use; choose another with {what}")
-    token_file = workdir / "token"
-    if not token_file.exists():
-        token_file.write_text(secrets.token_hex(16))
-        token_file.chmod(0o600)
-    return workdir
-
-
-def database(workdir: Path, db: str, num_items: int, num_ebs: int, log) -> str:
-    """The database's URL, started (PostgreSQL) and populated if this scale is not yet."""
-    if db == "sqlite":
-        url = f"sqlite:///{workdir / f'bookstore-{num_items}-{num_ebs}.db'}"
-    elif db == "postgres":
-        url = service_script(POSTGRES_SCRIPT, "start", workdir.parent / "postgres", "PostgreSQL")
-    else:
-        raise InputError(f"--db must be sqlite or postgres, got {db!r}")
-    marker = workdir / f"populated-{db}-{num_items}-{num_ebs}"
-    if not marker.exists() or (db == "sqlite" and not Path(url.removeprefix("sqlite:///")).exists()):
-        log(f"populating the bookstore ({num_items} items, {num_ebs} EBs) in {db} …")
-        for other in workdir.glob(f"populated-{db}-*"):
-            other.unlink()
-        populate(Database(url), num_items, num_ebs)
-        marker.touch()
-    return url
-
-
-def service_script(script: Path, command: str, folder: Path, what: str) -> str:
-    """Run a service script (postgres.sh, redis.sh); its last line is the URL."""
-    out = subprocess.run(["bash", str(script), command, str(folder)], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise InputError(f"{what} did not start:\n{out.stderr.strip()}")
-    return out.stdout.strip().splitlines()[-1]
-
-
-def server_command(workdir: Path, url: str, port: int, admin_port: int, threads: int, connections: int, caching: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "tierlab.live.server.serve",
-        "--db",
-        url,
-        "--port",
-        str(port),
-        "--admin-port",
-        str(admin_port),
-        "--token-file",
-        str(workdir / "token"),
-        "--threads",
-        str(threads),
-        "--connections",
-        str(connections),
-        "--caching",
-        caching,
-        *extra,
-    ]
-
-
-def spawn(cmd: list[str], logfile: Path) -> int:
-    """Start `cmd` in the background, in a process group of its own (so `down` stops
-    its children too), its output appended to `logfile`."""
-    with open(logfile, "ab") as f:
-        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True).pid
-
-
-def save(state: State) -> None:
-    _state_file(Path(state.workdir)).write_text(json.dumps(asdict(state), indent=2))
-
-
-def await_admin(state: State, admins: list[Admin], logfile: Path, within: float = 20.0) -> None:
-    """Wait until every admin endpoint answers; if one does not in time or a process
-    ends, stop everything and say why, with the end of that process's log (or `logfile`)."""
-    deadline = time.monotonic() + within
-    for admin in admins:
-        while True:
-            try:
-                admin.ping()
-                break
-            except ServerGone:
-                ended = [p for p in state.pids() if not running(p)]
-                if ended or time.monotonic() > deadline:
-                    down(state.workdir)
-                    log = next((Path(m["log"]) for m in state.servers + state.proxies if m["pid"] in ended), logfile)
-                    tail = "\n".join(log.read_text().splitlines()[-15:])
-                    raise InputError(f"{admin.base} did not start; the end of {log}:\n{tail}") from None
-                time.sleep(0.2)
-
-
-def status(workdir: str | Path = ".tierlab/live") -> State | None:
-    """The running testbed, or None."""
-    f = _state_file(Path(workdir).resolve())
-    if not f.exists():
-        return None
-    state = State(**json.loads(f.read_text()))
-    return state if running(state.pid) else None
-
-
-def down(workdir: str | Path = ".tierlab/live") -> bool:
-    """Stop what `up` started; False if nothing was running."""
-    workdir = Path(workdir).resolve()
-    f = _state_file(workdir)
-    if not f.exists():
-        return False
-    state = State(**json.loads(f.read_text()))
-    # Proxies first (they write their summaries on SIGTERM), then the servers.
-    for pid in reversed(state.pids()):
-        _stop(pid)
-    if state.kind == "postgres":
-        subprocess.run(["bash", str(POSTGRES_SCRIPT), "stop", str(workdir.parent / "postgres")], capture_output=True)
-    if state.sessions is not None:
-        subprocess.run(["bash", str(REDIS_SCRIPT), "stop", str(workdir / "redis")], capture_output=True)
-    f.unlink()
-    return True
-
-
-def _stop(pid: int) -> None:
-    """SIGTERM to the process's group, SIGKILL after 5 s."""
-    try:
-        os.killpg(pid, signal.SIGTERM)
-        for _ in range(100):
-            if not running(pid):
-                return
-            time.sleep(0.05)
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
-class Admin:
-    """The bookstore's loopback admin endpoint (`admin_port`: a cluster's other servers')."""
-
-    def __init__(self, state: State, admin_port: int | None = None):
-        self.base = f"http://127.0.0.1:{admin_port or state.admin_port}"
-        self.token = (Path(state.workdir) / "token").read_text().strip()
-
-    def ping(self) -> None:
-        self.metrics()
-
-    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
-        req = urllib.request.Request(
-            self.base + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(req, timeout=30) as r:
-                return json.loads(r.read())
-        except urllib.error.HTTPError as e:
-            raise InputError(f"admin {path}: {json.loads(e.read()).get('error', e.reason)}") from None
-        except OSError as e:  # refused, reset, timed out: the server is not there
-            reason = getattr(e, "reason", e)
-            raise ServerGone(f"the bookstore's admin endpoint {self.base} does not answer ({reason}); is the testbed up? (`tierlab live status`)") from None
-
-    def metrics(self) -> dict:
-        return self._call("GET", "/metrics")
-
-    def configure(self, settings: dict) -> dict:
-        """Set pools: {"threads": {"size": …, …}, "connections": {…}} (see `serve`)."""
-        return self._call("POST", "/config", settings)
-
-    def forget_sessions(self) -> None:
-        """Every session's state dropped (the bookstore's, the proxy's homes)."""
-        self._call("POST", "/sessions/forget", {})
-
-    def observe(self, origin: float, window: float) -> None:
-        self._call("POST", "/observe", {"origin": origin, "window": window})
-
-    def drain(self, windows: int = 0) -> tuple[pd.DataFrame, dict]:
-        """The phase records since the last drain, and the observation's first windows."""
-        out = self._call("POST", "/drain", {"windows": windows})
-        return pd.DataFrame(out["records"]), out["windows"]
-
-
-class ProxyAdmin(Admin):
-    """A cluster proxy's loopback admin endpoint (crates/proxy/README.md)."""
-
-    def ping(self) -> None:
-        self.summary()
-
-    def summary(self) -> dict:
-        """`{"dispatch": DispatchSummary, "proxy": live-only counts}` since it started."""
-        return self._call("GET", "/summary")
+from .server.bookstore import Database
 
 
 class Testbed:
@@ -332,9 +41,24 @@ class Testbed:
         state = status(workdir)
         if state is None:
             raise InputError("the testbed is not up; start it with `tierlab live up`")
-        self.state, self.admin = state, Admin(state)
-        self.admins = [Admin(state, m["admin_port"]) for m in state.servers] or [self.admin]
-        self.proxies = [ProxyAdmin(state, m["admin_port"]) for m in state.proxies]
+        self.state, self.admin = state, Admin(state.workdir, state.admin_port)
+        self.admins = [Admin(state.workdir, m["admin_port"]) for m in state.servers] or [self.admin]
+        self.proxies = [ProxyAdmin(state.workdir, m["admin_port"]) for m in state.proxies]
+
+    @classmethod
+    @contextmanager
+    def started(cls, workdir: str | Path, **options: Any) -> Iterator[Testbed]:
+        """A testbed of its own for the duration of the block — the one way tests,
+        studies and benchmarks start one: `up(workdir, **options)` on free ports (unless
+        `port` and `admin_port` are given) and quietly, stopped however the block ends."""
+        port, admin_port = free_ports(2)
+        defaults: dict[str, Any] = {"port": port, "admin_port": admin_port, "log": lambda *_: None}
+        options = defaults | options
+        up(workdir, **options)
+        try:
+            yield cls(workdir)
+        finally:
+            down(workdir)
 
     def _pids(self, app: str, db: str) -> dict[Role, int]:
         """The monitored processes: each server of the app tier (a cluster's as (tier,

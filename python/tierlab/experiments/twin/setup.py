@@ -8,14 +8,11 @@ not the package's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import yaml
 
-from ...live import testbed
-from ...live.cluster import free_port
 from ...live.mapping import load_mapping
 from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel, load_model, load_yaml
@@ -48,18 +45,10 @@ def sizes(quick: bool) -> dict:
     return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5}
 
 
-@contextmanager
-def own_testbed(name: str, db: str) -> Iterator[Testbed]:
-    """A testbed of the study's own (folder .tierlab/<name> in the repository, free
-    ports), stopped however the study ends. A thin wrapper over `testbed.up`/`down`
-    until tierlab.live has the one testbed context manager for tests, studies and
-    benchmarks (issue 43 item 5)."""
-    workdir = (root() / ".tierlab" / name).resolve()
-    testbed.up(workdir, db=db, port=free_port(), admin_port=free_port(), log=lambda *_: None)
-    try:
-        yield Testbed(workdir)
-    finally:
-        testbed.down(workdir)
+def own_testbed(name: str, db: str) -> AbstractContextManager[Testbed]:
+    """A testbed of the study's own: folder .tierlab/<name> in the repository, free
+    ports, stopped however the study ends (`Testbed.started`)."""
+    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:

@@ -1,0 +1,288 @@
+"""The live testbed's processes: `up` starts the database and a bookstore server in the
+background (state in `.tierlab/live/` under the working directory; `cluster.up_cluster`
+starts the cluster form), `status` finds them, `down` stops them. Talking to the
+running servers is `admin`; running a model on them, `testbed`."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import psutil
+
+from ..errors import InputError
+from . import jvm
+from .admin import Admin, ServerGone
+from .server.bookstore import Database, populate
+
+Server = Literal["python", "java"]  # the bookstore's runtime
+# Seconds for a Python server's admin endpoint to answer after its start.
+START_WITHIN = 20.0
+POSTGRES_SCRIPT = Path(__file__).with_name("postgres.sh")
+REDIS_SCRIPT = Path(__file__).with_name("redis.sh")
+
+
+@dataclass
+class State:
+    """What `up` started. The single form: one bookstore (`pid`, `port`, `admin_port`,
+    `log`). The cluster form (`up_cluster`) also records every server and proxy
+    (`servers`, `proxies`: pid, port, admin_port, log each; the first server is
+    `pid`…), the model tier they form, and the Redis URL if sessions live there."""
+
+    pid: int
+    port: int
+    admin_port: int
+    db: str
+    kind: str
+    workdir: str
+    log: str
+    tier: str | None = None
+    server: Server = "python"
+    servers: list[dict] = field(default_factory=list)
+    proxies: list[dict] = field(default_factory=list)
+    sessions: str | None = None
+
+    @property
+    def target(self) -> str:
+        return self.targets()[0]
+
+    def targets(self) -> list[str]:
+        """Where clients connect: a cluster's proxies (session s to proxy s mod P), else the bookstore."""
+        return [f"127.0.0.1:{p}" for p in ([m["port"] for m in self.proxies] or [self.port])]
+
+    def pids(self) -> list[int]:
+        """Every process `up` started (each leads a process group of its own)."""
+        return [self.pid, *(m["pid"] for m in self.servers[1:]), *(m["pid"] for m in self.proxies)]
+
+    def ports(self) -> list[int]:
+        if not self.servers:
+            return [self.port, self.admin_port]
+        return [p for m in self.servers + self.proxies for p in (m["port"], m["admin_port"])]
+
+
+def _state_file(workdir: Path) -> Path:
+    return workdir / "state.json"
+
+
+def running(pid: int) -> bool:
+    """The process exists and has not ended (a killed child of ours stays a zombie
+    until reaped: ended all the same)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def port_free(port: int) -> bool:
+    """Nothing listens on the loopback `port`."""
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def free_ports(n: int) -> list[int]:
+    """`n` distinct loopback ports the kernel has just handed out (bound together, then
+    released): the one way tests, studies, benchmarks and clusters pick ports."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def up(
+    workdir: str | Path = ".tierlab/live",
+    *,
+    db: str = "sqlite",
+    port: int = 8080,
+    admin_port: int = 8081,
+    threads: int = 20,
+    connections: int = 10,
+    caching: str = "transaction",
+    num_items: int = 1000,
+    num_ebs: int = 1,
+    log=print,
+    otel: str | Path | None = None,
+    server: Server = "python",
+) -> State:
+    """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
+    bookstore (`server`: the Python one, or the JVM one, built first if needed); populate
+    the data if this scale has not been loaded yet. `otel`: a file the server also
+    exports its OpenTelemetry traces and metrics to (OTLP/JSON lines)."""
+    workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
+    url = database(workdir, db, num_items, num_ebs, log)
+    logfile = workdir / "server.log"
+    cmd = server_command(server, workdir, url, port, admin_port, threads, connections, caching, otel=otel, log=log)
+    state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server)
+    save(state)
+    await_admin(state, [Admin(workdir, admin_port)], logfile)
+    return state
+
+
+def prepare(workdir: str | Path, ports: list[tuple[int, str]]) -> Path:
+    """The working folder, its token, and a check that nothing runs and the ports are free."""
+    workdir = Path(workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    if _state_file(workdir).exists():
+        state = status(workdir)
+        if state is not None:
+            raise InputError(f"the testbed is already up (pid {state.pid}, {state.target}); run `tierlab live down` first")
+    for p, what in ports:
+        if not port_free(p):
+            raise InputError(f"port {p} is in use; choose another with {what}")
+    token_file = workdir / "token"
+    if not token_file.exists():
+        token_file.write_text(secrets.token_hex(16))
+        token_file.chmod(0o600)
+    return workdir
+
+
+def database(workdir: Path, db: str, num_items: int, num_ebs: int, log) -> str:
+    """The database's URL, started (PostgreSQL) and populated if this scale is not yet."""
+    if db == "sqlite":
+        url = f"sqlite:///{workdir / f'bookstore-{num_items}-{num_ebs}.db'}"
+    elif db == "postgres":
+        url = service_script(POSTGRES_SCRIPT, "start", workdir.parent / "postgres", "PostgreSQL")
+    else:
+        raise InputError(f"--db must be sqlite or postgres, got {db!r}")
+    marker = workdir / f"populated-{db}-{num_items}-{num_ebs}"
+    if not marker.exists() or (db == "sqlite" and not Path(url.removeprefix("sqlite:///")).exists()):
+        log(f"populating the bookstore ({num_items} items, {num_ebs} EBs) in {db} …")
+        for other in workdir.glob(f"populated-{db}-*"):
+            other.unlink()
+        populate(Database(url), num_items, num_ebs)
+        marker.touch()
+    return url
+
+
+def service_script(script: Path, command: str, folder: Path, what: str) -> str:
+    """Run a service script (postgres.sh, redis.sh); its last line is the URL."""
+    out = subprocess.run(["bash", str(script), command, str(folder)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise InputError(f"{what} did not start:\n{out.stderr.strip()}")
+    return out.stdout.strip().splitlines()[-1]
+
+
+def server_command(
+    server: Server,
+    workdir: Path,
+    url: str,
+    port: int,
+    admin_port: int,
+    threads: int,
+    connections: int,
+    caching: str,
+    *extra: str,
+    otel: str | Path | None = None,
+    log=print,
+) -> list[str]:
+    """The command that starts one bookstore server: the same options, the same admin
+    endpoint, on either runtime (`extra`: a cluster member's `--server I --servers K`,
+    `--sessions URL`)."""
+    if server == "java":
+        return jvm.server_command(workdir, url, port, admin_port, threads, connections, caching, *extra, otel=Path(otel) if otel else None, log=log)
+    if server != "python":
+        raise InputError(f"--server must be python or java, got {server!r}")
+    return [
+        sys.executable,
+        "-m",
+        "tierlab.live.server.serve",
+        "--db",
+        url,
+        "--port",
+        str(port),
+        "--admin-port",
+        str(admin_port),
+        "--token-file",
+        str(workdir / "token"),
+        "--threads",
+        str(threads),
+        "--connections",
+        str(connections),
+        "--caching",
+        caching,
+        *extra,
+        *(["--otel", str(Path(otel).resolve())] if otel else []),
+    ]
+
+
+def spawn(cmd: list[str], logfile: Path) -> int:
+    """Start `cmd` in the background, in a process group of its own (so `down` stops
+    its children too), its output appended to `logfile`."""
+    with open(logfile, "ab") as f:
+        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True).pid
+
+
+def save(state: State) -> None:
+    _state_file(Path(state.workdir)).write_text(json.dumps(asdict(state), indent=2))
+
+
+def await_admin(state: State, admins: list[Admin], logfile: Path) -> None:
+    """Wait until every admin endpoint answers; if one does not in time (a JVM takes
+    longer to start) or a process ends, stop everything and say why, with the end of
+    that process's log (or `logfile`)."""
+    deadline = time.monotonic() + (jvm.START_WITHIN if state.server == "java" else START_WITHIN)
+    for admin in admins:
+        while True:
+            try:
+                admin.ping()
+                break
+            except ServerGone:
+                ended = [p for p in state.pids() if not running(p)]
+                if ended or time.monotonic() > deadline:
+                    down(state.workdir)
+                    log = next((Path(m["log"]) for m in state.servers + state.proxies if m["pid"] in ended), logfile)
+                    tail = "\n".join(log.read_text().splitlines()[-15:])
+                    raise InputError(f"{admin.base} did not start; the end of {log}:\n{tail}") from None
+                time.sleep(0.2)
+
+
+def status(workdir: str | Path = ".tierlab/live") -> State | None:
+    """The running testbed, or None."""
+    f = _state_file(Path(workdir).resolve())
+    if not f.exists():
+        return None
+    state = State(**json.loads(f.read_text()))
+    return state if running(state.pid) else None
+
+
+def down(workdir: str | Path = ".tierlab/live") -> bool:
+    """Stop what `up` started; False if nothing was running."""
+    workdir = Path(workdir).resolve()
+    f = _state_file(workdir)
+    if not f.exists():
+        return False
+    state = State(**json.loads(f.read_text()))
+    # Proxies first (they write their summaries on SIGTERM), then the servers.
+    for pid in reversed(state.pids()):
+        _stop(pid)
+    if state.kind == "postgres":
+        subprocess.run(["bash", str(POSTGRES_SCRIPT), "stop", str(workdir.parent / "postgres")], capture_output=True)
+    if state.sessions is not None:
+        subprocess.run(["bash", str(REDIS_SCRIPT), "stop", str(workdir / "redis")], capture_output=True)
+    f.unlink()
+    return True
+
+
+def _stop(pid: int) -> None:
+    """SIGTERM to the process's group, SIGKILL after 5 s."""
+    try:
+        os.killpg(pid, signal.SIGTERM)
+        for _ in range(100):
+            if not running(pid):
+                return
+            time.sleep(0.05)
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
