@@ -30,6 +30,7 @@ from ...model.spec import Open
 from ...run.sweep import Run, Sweep
 from ...trace import Trace
 from ...trace.schema import sent
+from ..study.inputs import as_input
 from .runlog import RATE, RunLog
 
 # The paper's profiling grid (§5.3).
@@ -154,6 +155,10 @@ def profile_grid(
     bound = bound or loaded.session_rate_bound()
     if bound is None or not isinstance(loaded.spec.workload.population, Open):
         raise InputError("profiling needs an open workload (workload.population.session_rate) whose sessions end")
+    # A computed figure offered as a rate is rounded first (the rounding rule, studies/README.md):
+    # the bound (numpy's) and each point's first rate (pandas' L), so a library's last bit
+    # cannot change the runs. The later rates are Python's own arithmetic on these.
+    bound = as_input(bound)
     pts = grid_points(M_values, N_values)
     rounds = max_rounds + refine
     at_most = 1 + len(pts) * (1 + rounds * len(seeds))  # lowered as each point's chain ends
@@ -255,7 +260,7 @@ def profile_grid(
                         lines.bound(lines.remaining - unneeded)
             if L:  # start each point whose pilot is back
                 for pt, x in capacity.items():
-                    rate[pt] = (1 + overload) * x / L
+                    rate[pt] = as_input((1 + overload) * x / L)
                     profile(pt, 1)
                 capacity.clear()
     grid = _grid(found, offered, seeds, share, L, setting, loaded.spec.name, min_rejected)
