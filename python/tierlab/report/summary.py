@@ -39,7 +39,7 @@ def frame_table(title: str, df: Any) -> Table:
     tables through this."""
     t = Table(title=title, title_justify="left")
     for c in df.columns:
-        text = df[c].dtype == object and any(isinstance(v, str) for v in df[c])
+        text = df[c].dtype.kind not in "biufc"  # not a number, a flag nor a count
         t.add_column(str(c), justify="left" if text else "right", overflow="fold")
     for row in df.itertuples(index=False):
         t.add_row(*(figure(v) for v in row))
