@@ -84,6 +84,8 @@ CASES = {
     "k6 value 1e308": ("k6", k6_file(k6_point(value=1e308)), "r.json line 6: the request starts at"),
     "k6 value Infinity": ("k6", k6_file(k6_point().replace("12.5", "Infinity")), "r.json line 6: data.value = inf"),
     "k6 tags a list": ("k6", k6_file(k6_point(tags=["a", "b"])), "r.json line 6: data.tags is a list"),
+    "k6 name a mapping": ("k6", k6_file(k6_point(tags={"name": {"a": 1}})), 'r.json line 6: data.tags.name = {"a": 1}'),
+    "k6 status a number": ("k6", k6_file(k6_point(tags={"name": "home", "status": 200})), "r.json line 6: data.tags.status = 200"),
     "k6 time no time": ("k6", k6_file(k6_point(time="NaT")), "r.json line 6: data.time = 'NaT' is no time"),
     "jmeter timeStamp 12.5": ("jmeter", jmeter_file("12.5,50,home,200,OK,true,1000"), "r.jtl line 5: the request starts at 0.0125 s, 54."),
     "jmeter elapsed 1e308": ("jmeter", jmeter_file("1714557600500,1e308,home,200,OK,true,10"), "r.jtl line 5: the request ends at"),

@@ -65,6 +65,9 @@ def _record(path: Path, line: int, text: str) -> dict | None:
         raise InputError(f"{path} line {line}: an http_req_duration point needs data.time (RFC 3339) and data.value (ms): {e}") from None
     if not isinstance(tags, dict):
         raise InputError(f"{path} line {line}: data.tags is a {type(tags).__name__}; k6 writes a mapping of tag names to values")
+    odd = next((k for k in ("name", "status", "expected_response", "error_code") if k in tags and not isinstance(tags[k], str)), None)
+    if odd is not None:
+        raise InputError(f"{path} line {line}: data.tags.{odd} = {json.dumps(tags[odd])}; k6 writes tag values as texts")
     if not 0 <= ms < float("inf"):
         raise InputError(f"{path} line {line}: data.value = {ms}; a duration is a finite number of milliseconds, not negative")
     if pd.isna(end):
