@@ -60,13 +60,17 @@ def analyze_bottleneck(trace_dir, json_out, csv_out) -> None:
         if table.empty:
             out.print("the trace reports no stations or pools (a client-only trace measures none): no resource to rank", style="yellow")
         else:
-            out.print(frame_table("resources", table))
+            shares = table.drop(columns=["depth"]).assign(level=100 * table.level, pinned=100 * table.pinned)
+            out.print(frame_table("resources", shares.rename(columns={"level": "level (%)", "pinned": "pinned (% of windows)"})))
         if not times.empty:
             ms = times.assign(**{c: 1000 * times[c] for c in times.columns if c != "tier"})
             out.print(frame_table("mean ms per ok request and tier (a tier's time includes the tiers it called)", ms))
         if b is not None:
             state = "bottleneck" if b.saturated else "nothing saturated; closest to it"
-            out.print(f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.2f}, pinned {b.pinned:.0%}", markup=False)
+            out.print(
+                f"\n{state}: {b.tier}[{b.server}].{b.resource} ({b.kind}, {b.family}), level {b.level:.0%}, pinned in {b.pinned:.0%} of the windows",
+                markup=False,
+            )
     for_machines(
         json_out,
         csv_out,
