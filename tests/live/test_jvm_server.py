@@ -1,9 +1,9 @@
-"""The JVM bookstore (jvm/bookstore, issue 40): built with Maven on demand, started the way
-`tierlab live up --server java` starts it (testbed's own steps, jvm.server_command in
-place of the Python server's command) on a SQLite database the Python data generator
-made; every page answers as the Python bookstore's does, M and N change at run time
-through the admin endpoint, drain gives the middleware's phase columns, a live run
-through the unchanged Testbed joins them, and stopping it leaves no process."""
+"""The JVM bookstore (jvm/bookstore, issue 40): built with Maven on demand, started as
+`tierlab live up --server java` starts it (`Testbed.started(server="java")`) on a
+database the Python data generator made (SQLite, and the project's PostgreSQL); every
+page answers as the Python bookstore's does, M and N change at run time through the
+admin endpoint, drain gives the middleware's phase columns, a live run through the
+unchanged Testbed joins them, and stopping it leaves no process."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tierlab import PHASES
 from tierlab.errors import InputError
-from tierlab.live import jvm, load_mapping, testbed
+from tierlab.live import jvm, lifecycle, load_mapping, testbed
 from tierlab.live.server.bookstore import Bookstore, Database
 from tierlab.live.server.middleware import ConnectionPool, Tier
 
-from conftest import MAPPING, ROOT, free_ports, live_model
+from conftest import MAPPING, ROOT, live_model
 
 PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 # One request of each page, as examples/tpcw_http.yaml sends them: (type, method, path, form).
@@ -47,11 +47,7 @@ PAGES = [
 # Pages that read only: the same database gives both servers the same bytes.
 READ_ONLY = ["HOME", "NEWP", "BESS", "PROD", "SREQ", "SRES", "CREG", "ORDI", "ADMR"]
 
-pytestmark = [
-    pytest.mark.skipif(jvm.tools() is not None, reason=f"the JVM bookstore cannot be built here: {jvm.tools()}"),
-    # testbed.spawn lets go of the Popen of the server it leaves running (`down` stops it by pid).
-    pytest.mark.filterwarnings("ignore:subprocess .* is still running:ResourceWarning"),
-]
+pytestmark = pytest.mark.skipif(jvm.tools() is not None, reason=f"the JVM bookstore cannot be built here: {jvm.tools()}")
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -61,17 +57,9 @@ def bed(request, tmp_path_factory):
     if request.param == "postgres" and not _postgres_available() and not os.environ.get("CI"):
         pytest.skip("PostgreSQL is not installed and cannot be (not root); CI installs it")
     # PostgreSQL's data must be reachable by its own user: under the project, beside test_live_testbed's.
-    where = (ROOT / ".tierlab" / "test" / "jvm") if request.param == "postgres" else tmp_path_factory.mktemp("jvm") / "live"
-    workdir = testbed.prepare(where, [])
-    port, admin_port = free_ports()
-    url = testbed.database(workdir, request.param, 1000, 1, log=lambda *_: None)
-    logfile = workdir / "server.log"
-    cmd = jvm.server_command(workdir, url, port, admin_port, 4, 2, "transaction", log=lambda *_: None)
-    state = testbed.State(testbed.spawn(cmd, logfile), port, admin_port, url, request.param, str(workdir), str(logfile))
-    testbed.save(state)
-    testbed.await_admin(state, [testbed.Admin(state)], logfile, within=jvm.START_WITHIN)
-    yield state
-    testbed.down(workdir)
+    workdir = (ROOT / ".tierlab" / "test" / "jvm") if request.param == "postgres" else tmp_path_factory.mktemp("jvm") / "live"
+    with testbed.Testbed.started(workdir, db=request.param, server="java", threads=4, connections=2) as bed:
+        yield bed
 
 
 def _postgres_available() -> bool:
@@ -79,9 +67,9 @@ def _postgres_available() -> bool:
     return any(Path("/usr/lib/postgresql").glob("*/bin")) or os.geteuid() == 0
 
 
-def _get(state: testbed.State, method: str, path: str, form: dict | None, headers: dict | None = None) -> tuple[int, str]:
+def _get(bed: testbed.Testbed, method: str, path: str, form: dict | None, headers: dict | None = None) -> tuple[int, str]:
     data = urllib.parse.urlencode(form).encode() if form is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{state.port}{path}", data=data, method=method, headers=headers or {})
+    req = urllib.request.Request(f"http://127.0.0.1:{bed.state.port}{path}", data=data, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
             return r.status, r.read().decode()
@@ -118,7 +106,7 @@ def test_every_page_answers_as_the_python_bookstores(bed):
     for kind, method, path, form in ordered:
         jvm_pages[kind] = _get(bed, method, path, form)
         if kind in READ_ONLY:  # the same statements on the same data: the same page, byte for byte
-            assert _python_page(bed.db, method, path, form) == ("200 OK", jvm_pages[kind][1]), kind
+            assert _python_page(bed.state.db, method, path, form) == ("200 OK", jvm_pages[kind][1]), kind
     assert {k: status for k, (status, _) in jvm_pages.items()} == dict.fromkeys(jvm_pages, 200)
     for kind, (_, page) in jvm_pages.items():
         title = page.split("<h1>")[1].split("</h1>")[0]
@@ -130,7 +118,7 @@ def test_every_page_answers_as_the_python_bookstores(bed):
 
 
 def test_threads_and_connections_resize_at_run_time(bed):
-    admin = testbed.Admin(bed)
+    admin = bed.admin
     m = admin.configure({"threads": {"size": 7, "timeout": 5}, "connections": {"size": 3, "caching": "request", "priorities": {}, "max_queue": None}})
     assert (m["pools"]["threads"]["size"], m["pools"]["connections"]["size"], m["pools"]["connections"]["caching"]) == (7, 3, "request")
     assert m["pools"]["threads"]["timeout"] == 5.0 and m["pools"]["connections"]["max_queue"] is None
@@ -167,7 +155,7 @@ def test_threads_and_connections_resize_at_run_time(bed):
 
 
 def test_drain_gives_the_middlewares_phase_columns(bed):
-    admin = testbed.Admin(bed)
+    admin = bed.admin
     admin.drain()
     origin = time.monotonic()
     admin.observe(origin, 0.1)
@@ -189,11 +177,11 @@ def test_drain_gives_the_middlewares_phase_columns(bed):
 
 
 def test_metrics_in_the_prometheus_text_format_when_a_scraper_asks(bed):
-    token = (Path(bed.workdir) / "token").read_text().strip()
-    req = urllib.request.Request(f"http://127.0.0.1:{bed.admin_port}/metrics", headers={"Authorization": f"Bearer {token}", "Accept": "text/plain"})
+    token = (Path(bed.state.workdir) / "token").read_text().strip()
+    req = urllib.request.Request(f"http://127.0.0.1:{bed.state.admin_port}/metrics", headers={"Authorization": f"Bearer {token}", "Accept": "text/plain"})
     with urllib.request.urlopen(req, timeout=30) as r:
         families = {f.name: f for f in text_string_to_metric_families(r.read().decode())}
-    state = testbed.Admin(bed).metrics()
+    state = bed.admin.metrics()
     assert {s.labels["status"]: s.value for s in families["tierlab_requests"].samples} == state["requests"]
     assert {s.labels["pool"]: s.value for s in families["tierlab_pool_size"].samples} == {p: v["size"] for p, v in state["pools"].items()}
     counts = {s.labels["type"]: s.value for s in families["tierlab_response_seconds"].samples if s.name.endswith("_count") and s.labels["status"] == "ok"}
@@ -203,9 +191,7 @@ def test_metrics_in_the_prometheus_text_format_when_a_scraper_asks(bed):
 def test_a_live_run_through_the_unchanged_testbed(bed):
     """`tierlab live run`'s path: the model's pools set on the server, the load, the
     server's records joined request by request, its series and pool summaries."""
-    trace = testbed.Testbed(bed.workdir).run(
-        live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 3}), load_mapping(MAPPING)
-    )
+    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 3}), load_mapping(MAPPING))
     r = trace.requests
     assert len(r) > 50 and (r.status == "ok").all(), r[r.status != "ok"].head()
     assert (r["app.visits"] == 1).all()
@@ -217,9 +203,9 @@ def test_a_live_run_through_the_unchanged_testbed(bed):
 
 
 def test_stopping_leaves_no_process(bed):
-    assert testbed.down(bed.workdir)
-    assert not testbed.running(bed.pid)
-    assert all(testbed._free(p) for p in (bed.port, bed.admin_port))
+    assert lifecycle.down(bed.state.workdir)
+    assert not lifecycle.running(bed.state.pid)
+    assert all(lifecycle.port_free(p) for p in (bed.state.port, bed.state.admin_port))
 
 
 def test_maven_runs_only_when_a_source_is_newer_than_the_jar(tmp_path, monkeypatch):
