@@ -86,21 +86,24 @@ def test_per_server_counts_in_the_trace_are_the_proxys_own(least_active):
 def test_dispatch_summary_and_analysis_run_unchanged_on_live_and_simulated(least_active):
     model, _, live = least_active
     d = live.summary["tiers"]["app"]["dispatch"]
-    assert d["dispatchers"] == 1 and d["sessions_created"] >= 1
-    assert d["session_migrations"] >= live.requests["app.migrated"].sum()  # the run's warm-up counts too
+    # The measured requests' (the records'), as simulated: their sessions began in the
+    # warm-up (12 closed clients), so none is created after it.
+    assert d["dispatchers"] == 1 and d["sessions_created"] == 0
+    assert d["session_migrations"] == live.requests["app.migrated"].sum() > 0
     simulated = tierlab.simulate(model)
     for trace in (live, simulated):
         m = cluster_metrics(trace, "app")
         assert m["throughput_per_server"] > 0 and m["art"] > 0 and m["rejected"] == 0
         assert 0 <= load_imbalance(trace, "app") < 2
-    # The proxy counts a session served away from its home whatever the tier; the
-    # simulator only for a tier with `session_state` (this one has none).
+    # One definition (docs/trace.md): a request placed away from its session's home,
+    # on a tier without session state too; least active moves sessions often in both.
     assert cluster_metrics(live, "app")["migrations_per_request"] > 0.2
-    assert cluster_metrics(simulated, "app")["migrations_per_request"] == 0
+    assert cluster_metrics(simulated, "app")["migrations_per_request"] > 0.2
+    assert simulated.summary["tiers"]["app"]["dispatch"]["sessions_created"] == 0
 
 
 def test_affinity_keeps_sessions_home_and_every_run_starts_afresh(tmp_path):
-    model = cluster_model({"policy": "affinity"})
+    model = cluster_model({"policy": "affinity"}, **{"run.warmup": 0})  # every session created in the measured period
     up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         bed = Testbed(tmp_path / "live")

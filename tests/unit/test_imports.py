@@ -34,7 +34,7 @@ def test_jmeter_csv_holds_every_sample_with_its_label_and_status(tmp_path):
     ok = [r for r in rows if r["success"] == "true"]
     s = t.summary
     assert s["source"] == "import" and len(t.requests) == len(rows) == 90
-    assert s["requests"] == {"ok": len(ok), "rejected": 0, "timeout": 0, "error": len(rows) - len(ok)}
+    assert s["requests"] == {"ok": len(ok), "rejected": 0, "timeout": 0, "error": len(rows) - len(ok), "unfinished": 0}
     assert s["errors"]["http_4xx"] == len(rows) - len(ok)  # the 404s of "Missing page"
     assert set(s["types"]) == {"Home", "Missing page"} and s["types"]["Missing page"]["requests"]["ok"] == 0
     assert s["response_time"]["mean"] == pytest.approx(np.mean([float(r["elapsed"]) for r in ok]) / 1000)

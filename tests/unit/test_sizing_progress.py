@@ -43,7 +43,12 @@ def test_a_capacity_search_stops_after_its_rounds_and_says_so():
     assert result.to_dict(orient="records") == [{"M": 4, "N": 1, "lambda_max": 1.0, "bracketed": False}]
     assert trials["lambda"].tolist() == [0.5, 1.0]
     assert lines[0] == "capacity search of 1 configuration: at most 4 runs of 300 s (≤ 20.0 min)"
-    runs = lines[1:-1]
+    runs = [x for x in lines[1:-1] if ", run " in x]
+    rounds = [x for x in lines[1:-1] if ", run " not in x]  # after each round, its rate and outcome
+    assert rounds == [
+        "capacity search round 1: M=4 N=1 at 0.500 sessions/s: 2 of 2 runs served all, sustained; next 1.000 sessions/s",
+        "capacity search round 2: M=4 N=1 at 1.000 sessions/s: 2 of 2 runs served all, sustained; next 2.000 sessions/s",
+    ]
     assert lines[-1] == "capacity search done (1 of 1 not bracketed within 2 rounds) after 4 runs"
     assert len(runs) == 4 and [_to_go(x) for x in runs] == [3, 2, 1, 0]
     assert all("M=4 N=1 at " in x and "all served" in x for x in runs), runs
