@@ -209,21 +209,24 @@ def test_stopping_leaves_no_process(bed):
 
 
 def test_maven_runs_only_when_a_source_is_newer_than_the_jar(tmp_path, monkeypatch):
-    """The cache: `build` runs Maven (offline first) only for a missing or stale jar."""
-    source, jar = tmp_path / "Main.java", tmp_path / "bookstore.jar"
-    source.write_text("class Main {}")
-    monkeypatch.setattr(jvm, "sources", lambda: [source])
-    monkeypatch.setattr(jvm, "JAR", jar)
+    """The cache: `build` runs Maven (offline first) only for a missing or stale jar; a
+    source is the pom, a Java file, or a file the jar bundles from the Python bookstore."""
+    project = jvm.Project(tmp_path / "jvm" / "bookstore")
+    shared = tmp_path / "python" / "tierlab" / "live" / "server" / "bookstore"
+    for f in (project.root / "pom.xml", project.root / "src" / "Main.java", shared / "statements.sql", shared / "vocabulary.json"):
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text("x")
+        os.utime(f, (1000, 1000))
+    monkeypatch.setattr(jvm, "project", lambda: project)
     calls: list[list[str]] = []
     monkeypatch.setattr(jvm.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or jvm.subprocess.CompletedProcess(cmd, 0, "", ""))
     jvm.build(log=lambda *_: None)
-    assert calls[0][:2] == ["mvn", "-o"] and "package" in calls[0] and len(calls) == 1  # missing: built, offline sufficed
-    jar.write_text("jar")
-    os.utime(source, (1000, 1000))
-    os.utime(jar, (2000, 2000))
+    assert len(calls) == 1 and calls[0][:2] == ["mvn", "-o"] and "package" in calls[0]  # missing: built, offline sufficed
+    project.jar.write_text("jar")
+    os.utime(project.jar, (2000, 2000))
     calls.clear()
     jvm.build(log=lambda *_: None)
     assert calls == []  # fresh
-    os.utime(source, (3000, 3000))
+    os.utime(shared / "statements.sql", (3000, 3000))
     jvm.build(log=lambda *_: None)
-    assert len(calls) == 1  # a source changed: built again
+    assert len(calls) == 1  # a statement changed: built again

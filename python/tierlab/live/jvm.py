@@ -6,7 +6,7 @@ place of `python -m tierlab.live.server.serve` and everything after works unchan
 Built with Maven on demand and cached: `build()` runs `mvn package` (offline first,
 from the local repository) only when the jar is missing or older than a source — the
 pom, the Java sources, and the Python bookstore's statements.sql and vocabulary.json,
-which the jar bundles. The database is the one the Python data generator populated
+which the jar bundles. The Maven project is a clone's jvm/bookstore (`project()`). The database is the one the Python data generator populated
 (`testbed.database`); this server never creates or fills tables.
 
 With `otel=FILE` the OpenTelemetry Java agent (a Maven artifact, fetched by the pom's
@@ -20,15 +20,11 @@ import fcntl
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError
 
-PROJECT = Path(__file__).resolve().parents[3] / "jvm" / "bookstore"
-JAR = PROJECT / "target" / "bookstore.jar"
-AGENT = PROJECT / "target" / "otel" / "opentelemetry-javaagent.jar"
-# What the jar bundles from the Python bookstore (the pom's <resources>).
-SHARED = [Path(__file__).with_name("server") / "bookstore" / name for name in ("statements.sql", "vocabulary.json")]
 # Seconds to wait for the admin endpoint: a JVM with the agent attached takes ~20 s to
 # start on a loaded two-core machine (the agent instruments every class it loads).
 START_WITHIN = 90.0
@@ -37,14 +33,39 @@ START_WITHIN = 90.0
 OTEL_METRIC_INTERVAL = 1.0
 
 
-def sources() -> list[Path]:
-    """Every file the jar is built from."""
-    return [PROJECT / "pom.xml", *sorted(p for p in (PROJECT / "src").rglob("*") if p.is_file()), *SHARED]
+@dataclass(frozen=True)
+class Project:
+    """The Maven project (a clone's jvm/bookstore) and what it builds in target/."""
+
+    root: Path
+
+    @property
+    def jar(self) -> Path:
+        return self.root / "target" / "bookstore.jar"
+
+    @property
+    def agent(self) -> Path:
+        return self.root / "target" / "otel" / "opentelemetry-javaagent.jar"
+
+    def sources(self) -> list[Path]:
+        """Every file the jar is built from: the pom, the Java sources, and what it
+        bundles from the Python bookstore (the pom's <resources>: the clone's copies)."""
+        shared = self.root.parent.parent / "python" / "tierlab" / "live" / "server" / "bookstore"
+        return [self.root / "pom.xml", *sorted(p for p in (self.root / "src").rglob("*") if p.is_file()), shared / "statements.sql", shared / "vocabulary.json"]
+
+    def stale(self, target: Path) -> bool:
+        """Whether `target` is missing or older than a source."""
+        return not target.exists() or target.stat().st_mtime < max(p.stat().st_mtime for p in self.sources())
 
 
-def stale(target: Path) -> bool:
-    """Whether `target` is missing or older than a source."""
-    return not target.exists() or target.stat().st_mtime < max(p.stat().st_mtime for p in sources())
+def project() -> Project | None:
+    """The clone's Maven project: beside this package (an editable install, or the clone
+    itself on the path), else under the working directory (a clone's root, after
+    `pip install .` put the package elsewhere)."""
+    for root in (Path(__file__).resolve().parents[3], Path.cwd()):
+        if (root / "jvm" / "bookstore" / "pom.xml").is_file():
+            return Project(root / "jvm" / "bookstore")
+    return None
 
 
 def tools() -> str | None:
@@ -52,31 +73,32 @@ def tools() -> str | None:
     missing = [t for t in ("java", "mvn") if shutil.which(t) is None]
     if missing:
         return f"{' and '.join(missing)} not found: the JVM bookstore needs a JDK ≥ 17 and Maven (Debian: apt-get install openjdk-17-jdk-headless maven)"
-    if not (PROJECT / "pom.xml").exists():
-        return f"the JVM bookstore's sources are not at {PROJECT}: it is built from a clone of the repository"
+    if project() is None:
+        return "the JVM bookstore's sources (jvm/bookstore/pom.xml) are neither beside the tierlab package nor under the working directory: run from a clone's root"
     return None
 
 
-def build(otel: bool = False, log: Callable[[str], object] = print) -> Path:
-    """The jar, built first if it is missing or stale (and the agent with `otel`).
-    Maven runs offline first (the local repository has everything after one build),
-    online if that fails; concurrent callers build once (a lock in target/)."""
+def build(otel: bool = False, log: Callable[[str], object] = print) -> Project:
+    """The project, its jar built first if it is missing or stale (and the agent with
+    `otel`). Maven runs offline first (the local repository has everything after one
+    build), online if that fails; concurrent callers build once (a lock in target/)."""
     why = tools()
-    if why is not None:
-        raise InputError(why)
-    (PROJECT / "target").mkdir(exist_ok=True)
-    with open(PROJECT / "target" / ".build.lock", "w") as lock:
+    found = project()
+    if why is not None or found is None:
+        raise InputError(why or "no jvm/bookstore")
+    (found.root / "target").mkdir(exist_ok=True)
+    with open(found.root / "target" / ".build.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if stale(JAR) or (otel and not AGENT.exists()):
-            log(f"building the JVM bookstore with Maven ({PROJECT}) …")
-            goal = ["mvn", "-q", "-B", "-f", str(PROJECT / "pom.xml"), "package", *(["-Potel"] if otel else [])]
+        if found.stale(found.jar) or (otel and not found.agent.exists()):
+            log(f"building the JVM bookstore with Maven ({found.root}) …")
+            goal = ["mvn", "-q", "-B", "-f", str(found.root / "pom.xml"), "package", *(["-Potel"] if otel else [])]
             out = subprocess.run([goal[0], "-o", *goal[1:]], capture_output=True, text=True)
             if out.returncode != 0:
                 out = subprocess.run(goal, capture_output=True, text=True)
             if out.returncode != 0:
                 tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-25:])
                 raise InputError(f"the JVM bookstore did not build (`{' '.join(goal)}`):\n{tail}")
-    return JAR
+    return found
 
 
 def server_command(
@@ -100,7 +122,8 @@ def server_command(
         raise InputError(
             "the JVM bookstore keeps session state in its own memory only; a cluster with `session_state` needs the Python server (`--server python`)"
         )
-    jar = build(otel=otel is not None, log=log)
+    built = build(otel=otel is not None, log=log)
+    jar = built.jar
     options = [
         "--db",
         url,
@@ -124,7 +147,7 @@ def server_command(
         # First the jar's own agent: stdout becomes `otel`, a whole line at a time (the
         # exporters below write from two threads; their long lines would interleave).
         f"-javaagent:{jar}={Path(otel).resolve()}",
-        f"-javaagent:{AGENT}",
+        f"-javaagent:{built.agent}",
         "-Dotel.service.name=tierlab-bookstore",
         # The stdout exporters write whole export requests, one JSON line each (the
         # Collector's file format); the server's own logs go to stderr.
