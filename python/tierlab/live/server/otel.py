@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import IO, Any, cast
 
 METRIC_INTERVAL = 1.0  # seconds between metric exports: the twin's windows want several per run
@@ -32,6 +33,7 @@ class _Lines:
     request as one `write`, and this lock keeps the two from interleaving."""
 
     def __init__(self, path: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 — closed by `close`
         self._lock = threading.Lock()
         self.closed = False
