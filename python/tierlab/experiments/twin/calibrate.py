@@ -51,7 +51,7 @@ import os
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -469,10 +469,13 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, see
 
 def _population(twin: LoadedModel, summary: Summary) -> dict:
     """The population that offered a trace's load: open, the sessions it started per
-    measured second; closed, its clients by the interactive response time law, N =
-    X · (R + Z) (the trace does not record them, and traces at several loads differ)."""
+    measured second (an imported server's trace records no sessions: its requests, each
+    a session of the twin `observed_model` makes); closed, its clients by the interactive
+    response time law, N = X · (R + Z) (the trace does not record them, and traces at
+    several loads differ)."""
     if isinstance(twin.spec.workload.population, Open):
-        return {"session_rate": summary["sessions"]["started"] / summary["measured_seconds"]}
+        started = summary["sessions"]["started"] if summary["source"] != "import" else sum(cast(dict[str, int], summary["requests"]).values())
+        return {"session_rate": started / summary["measured_seconds"]}
     think = dist.mean(twin.spec.workload.think)
     return {"clients": max(1, round(summary["throughput"] * (figures(summary["response_time"]).get("mean", 0.0) + think)))}
 
