@@ -65,6 +65,16 @@ def test_saturated_rows_agree_with_the_knee_line():
     assert describe(usl).startswith("USL: σ = 0 [")
 
 
+def test_a_ramp_still_rising_at_its_last_step_saturates_nowhere():
+    """The last step is within 2% of the highest throughput when it is the highest:
+    nothing after it shows the throughput level off, so no row says saturated."""
+    vus = RAMP_VUS[:4]  # 16, 32, 64, 91 req/s
+    runs = [k6.read(ROOT / "tests" / "fixtures" / "imports" / "k6_ramp" / f"vus{v}.json.gz") for v in vus]
+    table, knee, _ = ramp_of_traces(runs, vus)
+    assert knee.saturation is None and not table.saturated.any()
+    assert "still rises at the last step" in knee.method
+
+
 def test_a_parameter_a_rounding_error_above_its_bound_is_the_bound():
     n = np.array([1, 2, 4, 8, 12, 16, 24, 32], float)
     u = fit(n, throughput(n, 0.0, 0.002, 100.0))

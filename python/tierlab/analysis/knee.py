@@ -41,16 +41,21 @@ class Knee:
     value: float | None
     method: str = "kneedle (convex, increasing)"
     saturation: float | None = None
-    """The first load whose throughput is within 2% of the highest (None: no
-    throughput given); the knee is searched up to the step after it."""
+    """The first load whose throughput is within 2% of the highest; the knee is
+    searched up to the step after it. None: no throughput given, or the ramp did not
+    saturate (see `saturation_load`)."""
 
 
-def saturation_load(load, throughput) -> float:
-    """The first load whose throughput is within 2% of the highest."""
+def saturation_load(load, throughput) -> float | None:
+    """The first load whose throughput is within 2% of the highest; None when that is
+    the last step: the throughput was still rising there, and no later step shows it
+    level off (a ramp that stops short of saturation would call its last step
+    saturated)."""
     t = pd.Series(np.asarray(throughput, float), index=np.asarray(load, float)).dropna().sort_index()
     if t.empty:
         raise InputError("no step of the ramp has a measured throughput")
-    return float(t.index[t >= SATURATED * t.max()][0])
+    first = float(t.index[t >= SATURATED * t.max()][0])
+    return None if first == t.index[-1] and len(t) > 1 else first
 
 
 def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
@@ -64,9 +69,12 @@ def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
     method = "kneedle (convex, increasing)"
     if throughput is not None:
         saturation = saturation_load(load, throughput)
-        after = d.x[d.x > saturation]
-        d = d[d.x <= (after.iloc[0] if len(after) else saturation)]
-        method += f" up to the step after saturation (load {saturation:g})"
+        if saturation is None:
+            method += "; the throughput still rises at the last step: no saturation over these loads"
+        else:
+            after = d.x[d.x > saturation]
+            d = d[d.x <= (after.iloc[0] if len(after) else saturation)]
+            method += f" up to the step after saturation (load {saturation:g})"
     # Steps past the first that reaches the highest value (a plateau) hold no turn
     # towards steep; Kneedle would take the plateau's end.
     d = d.iloc[: int(np.argmax(d.y.to_numpy())) + 1] if len(d) else d

@@ -153,7 +153,12 @@ def print_ramp(table: Any, knee: Any, usl: Any, no_knee: str) -> None:
 
     steps = table.assign(p90=1000 * table["p90"], mean=1000 * table["mean"], retransmitted=100 * table["retransmitted"])
     steps = steps.rename(columns={"throughput": "req/s", "p90": "p90 (ms)", "mean": "mean (ms)", "retransmitted": "retransmitted (%)"})
-    out.print(frame_table(f"ramp (saturated: from load {knee.saturation:g}, the first within 2% of the highest throughput)", steps))
+    saturated = (
+        "no step saturated: the throughput still rises at the last"
+        if knee.saturation is None
+        else f"saturated from load {knee.saturation:g}, the first within 2% of the highest throughput"
+    )
+    out.print(frame_table(f"ramp ({saturated})", steps))
     if knee.load is None:
         out.print(no_knee, style="yellow", markup=False)
     else:

@@ -95,10 +95,10 @@ def ramp(
 
 def _with_knee(table: pd.DataFrame) -> tuple[pd.DataFrame, Knee]:
     """The knee of the p90 curve, and each step marked `saturated` by the knee's own
-    rule (from the first load whose throughput is within 2% of the highest), so that
-    the rows and the knee line agree."""
+    rule (from the first load whose throughput is within 2% of the highest, unless that
+    is the last step), so that the rows and the knee line agree."""
     knee = find_knee(table.load, table.p90, table.throughput)
-    return table.assign(saturated=table.load >= knee.saturation), knee
+    return table.assign(saturated=False if knee.saturation is None else table.load >= knee.saturation), knee
 
 
 def ramp_of_traces(traces: list[Trace], loads=None) -> tuple[pd.DataFrame, Knee, Usl | None]:
