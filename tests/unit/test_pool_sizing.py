@@ -15,6 +15,7 @@ import tierlab
 from tierlab.analysis import costfit
 from tierlab.experiments.costtable import simulate_table
 from tierlab.experiments.sizing import MixWarning, PoolSetting, PoolSizing, ProfileGrid, max_sustainable_rate, mix_distance, profile_grid
+from tierlab.experiments.sizing.method import LAMBDA_TOLERANCE
 from tierlab.run import Run, sweep
 
 from conftest import EXAMPLES, connection_bound_model, one_pool_model, throughput
@@ -126,9 +127,12 @@ def test_optimum_lambda_of_N_and_servers_on_a_synthetic_profile():
         assert t.loc[(M, N), ["lambda_db", "lambda_thr"]].tolist() == pytest.approx(_closed_form(M, N), rel=0.03)
     best = rates.best()
     truth = {(M, N): min(_closed_form(M, N)) for M in range(5, 31) for N in range(1, M + 1)}
-    # The configuration the method picks is (truly) within 1% of the true best.
+    # The configuration the method picks is (truly) within 1% of the true best. Its λ is
+    # the truth's best, but held to the best profiled λ plus the measurement error: here
+    # the true peak lies 2.9% above every profiled point, and nothing measured shows it.
     assert truth[(int(best["M"]), int(best["N"]))] == pytest.approx(max(truth.values()), rel=0.01)
-    assert best["lambda"] == pytest.approx(max(truth.values()), rel=0.01)
+    profiled = max(min(_closed_form(M, N)) for M in (5, 10, 15, 20, 30) for N in (1, 2, 5, 10, 15, 20, 30) if M >= N)
+    assert best["lambda"] == pytest.approx(min(max(truth.values()), profiled * (1 + LAMBDA_TOLERANCE)), rel=0.01)
     by_n = rates.by_N().set_index("N")
     assert by_n.loc[int(best["N"]), "lambda"] == best["lambda"]
     assert rates.servers_for(best["lambda"] * 2.5) == 3 and rates.servers_for(best["lambda"]) == 1
