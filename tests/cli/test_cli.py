@@ -1,5 +1,6 @@
-"""The command line as a user meets it: every option explained, the same run-length
-options wherever a model runs, progress in a log, tables whole when piped."""
+"""The command line run as a user runs it, in a process of its own: what loads at start,
+progress in a log, tables whole when piped, wrong options named (the commands'
+options in-process: tests/unit/test_cli.py)."""
 
 from __future__ import annotations
 

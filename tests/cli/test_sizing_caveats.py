@@ -14,32 +14,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import tierlab
 from tierlab.experiments.sizing import PoolSizing, profile_grid
 from tierlab.experiments.sizing.caveats import never_overloaded, optimum_caveats
 
-# Sessions of one request holding one of N connections for 0.1 s: N connections serve
-# at most 10·N sessions/s, the CPU (5 ms) 200.
-MODEL = {
-    "run": {"duration": 60, "warmup": 10},
-    "tiers": {
-        "app": {
-            "pools": {"threads": {"kind": "threads", "size": 4, "timeout": 1}, "db": {"kind": "connections", "size": 1, "timeout": 1}},
-            "stations": {"cpu": {"kind": "cpu", "cores": 1}},
-        }
-    },
-    "requests": {
-        "job": {
-            "app": [
-                {"acquire": "threads"},
-                {"cpu": {"exponential": 0.005}},
-                {"use": {"pool": "db", "steps": [{"delay": {"exponential": 0.1}}]}},
-                {"release": "threads"},
-            ]
-        }
-    },
-    "workload": {"population": {"session_rate": 1.0}, "chain": {"matrix": {"job": {"END_OF_SESSION": 1}}, "start": "job"}},
-}
+from conftest import connection_bound_model
+
+# conftest's connection-bound model (capacity 10·N sessions/s), in shorter runs.
+MODEL = connection_bound_model().with_run(duration=60, warmup=10, records=True)
 GRID = ([2, 4, 6], [1, 2, 3])
 
 
@@ -47,13 +28,13 @@ GRID = ([2, 4, 6], [1, 2, 3])
 def low():
     """The grid profiled from a bound of 1 session/s, far below every configuration's
     capacity of 10·N: pilots at 2, rounds 10% higher each, 8 of them."""
-    return profile_grid(tierlab.load_model(MODEL), *GRID, workers=1, progress=False, bound=1.0)
+    return profile_grid(MODEL, *GRID, workers=1, progress=False, bound=1.0)
 
 
 @pytest.fixture(scope="module")
 def high():
     """The grid profiled from the model's CPU bound (200 sessions/s): all overloaded."""
-    return profile_grid(tierlab.load_model(MODEL), *GRID, workers=1, progress=False)
+    return profile_grid(MODEL, *GRID, workers=1, progress=False)
 
 
 def kinds(grid) -> dict[str, list[tuple[int, int]]]:
