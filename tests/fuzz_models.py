@@ -187,10 +187,9 @@ def _outcome(model: Any) -> tuple[str, str]:
 def _serve(conn) -> None:
     import resource
 
-    from tierlab.model.limits import MEMORY_BYTES
-
-    # A run the resource guard lets through still fits; beyond this it is a finding.
-    limit = MEMORY_BYTES + 4 * 2**30
+    # The worker's address space, which the resource guard reads (model/limits.py): a
+    # run it lets through fits; an allocation failing beyond it is a finding.
+    limit = 8 * 2**30
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     with contextlib.suppress(EOFError):  # the campaign was stopped
         while (model := conn.recv()) is not None:
