@@ -17,6 +17,7 @@ from ..model.spec import Closed
 from ..run.sweep import Run, sweep
 from ..trace import Trace
 from ..trace.schema import figures
+from .study.inputs import as_input
 
 
 def load_path(model: LoadedModel) -> str:
@@ -80,7 +81,9 @@ def ramp(
     load `bracket` finds from `start`."""
     if loads is None:
         top = bracket(model, start, seeds, workers=workers, scheduler=scheduler)
-        loads = np.linspace(top / points, top, points)
+        # Rounded before they become rates (the rounding rule, studies/README.md): numpy's
+        # spacing, not the model, would otherwise decide the last bit of each load.
+        loads = np.array([as_input(x) for x in np.linspace(top / points, top, points)])
         if load_path(model).endswith("clients"):
             loads = np.unique(np.maximum(1, np.round(loads)))
     loads = sorted(loads)
