@@ -105,6 +105,7 @@ def analyze_fluctuations(trace_dir, json_out, csv_out, plot) -> None:
 def _print_fluctuations(f: dict) -> None:
     import pandas as pd
 
+    from ..report.numbers import duration, figure
     from ..report.summary import frame_table
 
     if f["tiers"]:
@@ -112,11 +113,11 @@ def _print_fluctuations(f: dict) -> None:
     else:
         out.print("no tiers in this trace (a client-only trace, e.g. from `tierlab load`): no per-tier rates; the client's figures follow", style="yellow")
     if f["mean"] is not None:
-        out.print(f"\nmean {f['mean']:.4f} s, p95 {f['p95']:.4f} s, p98 {f['p98']:.4f} s", markup=False)
+        out.print(f"\nmean {duration(f['mean'])}, p95 {duration(f['p95'])}, p98 {duration(f['p98'])}", markup=False)
     if "bimodality" in f:
         b = f["bimodality"]
-        modes = ", ".join(f"{m:.4f} s" for m in b["modes"]) or "-"
-        out.print(f"bimodal: {b['bimodal']} (dip {b['dip']:.4f}, p = {b['p_value']:.3g}); modes: {modes}", markup=False)
+        modes = ", ".join(duration(m) for m in b["modes"]) or "-"
+        out.print(f"bimodal: {figure(b['bimodal'])} (dip {figure(b['dip'])}, p = {figure(b['p_value'])}); modes: {modes}", markup=False)
         out.print(
             f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
             f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",

@@ -31,7 +31,7 @@ from ..errors import InputError
 from ..experiments.ramp import ramp_of_traces
 from ..trace import Trace, window_of
 from ..trace.schema import OUTCOMES, PHASES, figures
-from .numbers import figure
+from .numbers import duration, figure
 
 FINE, COARSE = 0.1, 10.0
 HEADLINE_PERCENTILES = ("p50", "p90", "p99", "p99.9")
@@ -350,7 +350,7 @@ def _fluctuations(trace: Trace) -> Section | None:
     if len(ok) < 10:
         return None
     b = bimodality(ok)
-    modes = ", ".join(_duration(m) for m in b.modes) or "—"
+    modes = ", ".join(duration(m) for m in b.modes) or "—"
     per_minute = retransmissions_per_minute(trace)
     text = (
         f"Hartigan's dip {figure(b.dip)}, p = {figure(b.p_value)}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. "
@@ -363,7 +363,7 @@ def _fluctuations(trace: Trace) -> Section | None:
     for m in b.modes:
         fig.add_vline(x=float(np.log10(m)), line_dash="dash", line_color="crimson")
     ticks = _log_ticks(float(ok.min()), float(ok.max()))
-    fig.update_xaxes(title="response time (log scale)", tickvals=np.log10(ticks), ticktext=[_duration(t) for t in ticks])
+    fig.update_xaxes(title="response time (log scale)", tickvals=np.log10(ticks), ticktext=[duration(t) for t in ticks])
     fig.update_yaxes(title="requests")
     return Section("fluctuations", "Fluctuations: response-time distribution", f"<p>{html.escape(text)}</p>" + _figure(fig, 280))
 
@@ -374,10 +374,6 @@ def _log_ticks(low: float, high: float) -> list[float]:
     decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
     steps = (1, 2, 5) if len(decades) <= 4 else (1,)
     return [m * 10.0**d for d in decades for m in steps if low <= m * 10.0**d <= high] or [low, high]
-
-
-def _duration(seconds: float) -> str:
-    return f"{figure(seconds)} s" if seconds >= 1 else f"{figure(seconds * 1000)} ms"
 
 
 def _missing(trace: Trace) -> Section | None:

@@ -38,3 +38,8 @@ def figure(x: Any) -> str:
         return f"{x:.2g}"
     # Trailing zeros say nothing here: "0.1 s windows", not "0.100".
     return f"{x:.{2 - math.floor(math.log10(abs(x)))}f}".rstrip("0").rstrip(".")
+
+
+def duration(seconds: float) -> str:
+    """A time in the unit that reads best: `1.26 ms`, `177 ms`, `2.5 s`."""
+    return f"{figure(seconds)} s" if abs(seconds) >= 1 else f"{figure(seconds * 1000)} ms"
