@@ -10,6 +10,7 @@ import pytest
 import tierlab
 from tierlab.experiments.sizing import all_served, max_sustainable_rate
 from tierlab.experiments.sizing.profiling import _profile_run
+from tierlab.live.loadgen_metrics import _Progress
 from tierlab.trace.outcome import UNFINISHED_SHARE, backlog_note, backlogged, unfinished_share
 from tierlab.trace.schema import OUTCOMES, check_summary, sent
 
@@ -88,3 +89,14 @@ def test_a_schema_3_summary_reads_its_in_flight_count_as_unfinished():
     check_summary(old)
     assert old["requests"]["unfinished"] == 7 and old["schema_version"] == tierlab.trace.SCHEMA_VERSION
     assert "types.*.requests.unfinished" in old["missing"]
+
+
+def test_the_load_generators_metrics_count_what_it_sent_and_what_is_still_out():
+    """Prometheus: requests sent, and in flight (sent − finished); at the end of a run,
+    those left unfinished."""
+    p = _Progress(["a"])
+    p(1.0, 7, 1, 10)
+    samples = {s.name: s.value for m in p.collect() for s in m.samples}
+    assert samples["tierlab_loadgen_requests_sent_total"] == 10
+    assert samples["tierlab_loadgen_requests_finished_total"] == 7
+    assert samples["tierlab_loadgen_requests_in_flight"] == 3
