@@ -42,7 +42,7 @@ def _run_and_stop(model, workdir):
     try:
         assert len(state.servers) == K and len(state.proxies) == 1
         assert all(_listening(p) for p in state.ports())
-        bed = Testbed(workdir)
+        bed = testbed.Testbed(workdir)
         trace = bed.run(model, HTTP)
     finally:
         assert lifecycle.down(workdir)
@@ -106,7 +106,7 @@ def test_affinity_keeps_sessions_home_and_every_run_starts_afresh(tmp_path):
     model = cluster_model({"policy": "affinity"}, **{"run.warmup": 0})  # every session created in the measured period
     up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
-        bed = Testbed(tmp_path / "live")
+        bed = testbed.Testbed(tmp_path / "live")
         runs = [bed.run(model, HTTP) for _ in range(2)]
     finally:
         lifecycle.down(tmp_path / "live")
@@ -129,7 +129,7 @@ def test_session_state_in_redis_follows_a_migrating_session(tmp_path):
     state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         assert state.sessions is not None
-        bed = Testbed(tmp_path / "live")
+        bed = testbed.Testbed(tmp_path / "live")
         trace = bed.run(model, HTTP)
         fetched = sum(a.metrics()["sessions"]["migrations"] for a in bed.admins)
         moved = bed.proxies[0].summary()["dispatch"]["session_migrations"]
@@ -149,7 +149,7 @@ def test_two_shared_proxies_split_the_sessions_and_exchange_metrics(tmp_path):
     state = up_cluster(model, tmp_path / "live", log=lambda *_: None)
     try:
         assert len(state.proxies) == 2
-        trace = Testbed(tmp_path / "live").run(model, HTTP)
+        trace = testbed.Testbed(tmp_path / "live").run(model, HTTP)
     finally:
         lifecycle.down(tmp_path / "live")
     logs = [read_decisions(m["decisions"]) for m in state.proxies]
