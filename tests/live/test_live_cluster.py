@@ -17,10 +17,9 @@ import pytest
 
 import tierlab
 from tierlab.analysis.dispatch import cluster_metrics, load_imbalance
-from tierlab.live import lifecycle
+from tierlab.live import lifecycle, testbed
 from tierlab.live.cluster import up_cluster
 from tierlab.live.decisions import read_decisions
-from tierlab.live.testbed import Testbed
 from tierlab.trace.folder import read_trace
 
 from conftest import HTTP, live_model
