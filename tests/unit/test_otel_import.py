@@ -81,7 +81,7 @@ def java_agent_like(tmp_path: Path) -> Path:
     http.route, a Spring INTERNAL span under it, two JDBC spans under that with the older
     db.system, one newer db.system.name span straight under the request, and an HTTP
     CLIENT call without db.system), and a POST without route answered 503; plus the older
-    pool metrics, Tomcat's thread pool and the JVM's CPU time."""
+    pool metrics (use_time a histogram in ms), Tomcat's thread pool and the JVM's CPU time."""
     spans = [
         span(1, 10, None, 2, 0, 20, "GET /books/{id}", http__route="/books/{id}", http__response__status_code=200),
         span(1, 11, 10, 1, 1, 19, "BookController.get"),
@@ -101,6 +101,17 @@ def java_agent_like(tmp_path: Path) -> Path:
         gauge("tomcat.thread.max", [(0, 8, {"tomcat.thread_pool.name": "http-nio-8080"})]),
         gauge("jvm.cpu.time", [(0, 10.0, {}), (2000, 11.0, {})], unit="s"),
         gauge("jvm.memory.used", [(0, 1e6, {})]),
+        {
+            "name": "db.client.connections.use_time",
+            "unit": "ms",
+            "histogram": {
+                "aggregationTemporality": 2,
+                "dataPoints": [
+                    {"timeUnixNano": str(T0), "count": "10", "sum": 50.0, "attributes": kv(pool)},
+                    {"timeUnixNano": str(T0 + 2000 * MS), "count": "30", "sum": 250.0, "attributes": kv(pool)},
+                ],
+            },
+        },
     ]
     return write(tmp_path / "agent.jsonl", [spans_line(spans[:4]), metrics_line(metrics), spans_line(spans[4:])])
 
@@ -122,6 +133,8 @@ def test_java_agent_shapes_map_by_the_semantic_conventions(tmp_path):
     busy = t.series("app", "busy", "db")[0]
     assert list(busy) == [1.0, 3.0]  # the used connections when exported, at each window's middle
     assert list(t.series("app", "queued", "db")[0]) == [0.0, 2.0]
+    assert pools["db"]["acquired"] == 15  # the use_time histogram's count over the run's 1.53 s: 10 + 20 × 1.53 / 2 − 10
+    assert list(t.series("app", "use_time", "db")[0]) == pytest.approx([0.01, 0.01])  # 200 ms over 20 connections, in ms (the older unit)
     cpu = t.series("app", "cpu_user")[0]
     assert list(cpu) == pytest.approx([0.5, 0.5])  # 1 s of CPU over 2 s of the JVM's cumulative time
     missing = s["missing"]

@@ -16,7 +16,8 @@ What the semantic conventions let it read:
   accesses' count and time;
 - the connection pool's metrics in both generations of names
   (`db.client.connection.count{db.client.connection.state=used|idle}`, `.max`,
-  `.pending_requests`, `.timeouts`; `db.client.connections.usage{state}` …), Tomcat's
+  `.pending_requests`, `.timeouts`, the `.wait_time` and `.use_time` histograms;
+  `db.client.connections.usage{state}` …), Tomcat's
   thread pool (`tomcat.thread.busy.count`, `tomcat.thread.max`), the process's CPU
   (`process.cpu.time{cpu.mode}`, the JVM's `jvm.cpu.time`) and threads
   (`jvm.thread.count`) become the `app` tier's series, per window.
@@ -94,6 +95,8 @@ MODELLED = {
         metrics_pb2.Gauge,
         metrics_pb2.Sum,
         metrics_pb2.NumberDataPoint,
+        metrics_pb2.Histogram,
+        metrics_pb2.HistogramDataPoint,
         resource_pb2.Resource,
         common_pb2.KeyValue,
     )
@@ -380,8 +383,17 @@ POOL_GAUGES = {
     "db.client.connection.timeouts": "connections:timeouts",
     "db.client.connections.timeouts": "connections:timeouts",
 }
+# The pool's histograms of the seconds a connection was waited for and held: their count
+# is the acquisitions, their sum ÷ count the mean wait and hold (the older generation in ms).
+POOL_HISTOGRAMS = {
+    "db.client.connection.wait_time": "wait",
+    "db.client.connections.wait_time": "wait",
+    "db.client.connection.use_time": "use",
+    "db.client.connections.use_time": "use",
+}
 THREAD_GAUGES = {"tomcat.thread.busy.count": "threads:busy", "tomcat.thread.max": "threads:size", "jvm.thread.count": "process_threads"}
 CPU_TIME = {"process.cpu.time": ("cpu.mode", "process.cpu.state", "state"), "jvm.cpu.time": ()}
+POOL_HISTOGRAMS_NOTE = "count of db.client.connection(s).use_time (or wait_time)"
 POOL_NAME = ("db.client.connection.pool.name", "pool.name")
 
 
@@ -398,14 +410,15 @@ def _resource_metrics(rm: Any, line: int, seen: Seen) -> None:
 def _metric(metric: Any, line: int, seen: Seen) -> None:
     name = metric.name or ""
     split = next((a for (m, a) in POOL_COUNT if m == name), None)
+    if name in POOL_HISTOGRAMS:
+        return _histogram(metric, name, line, seen)
     if split is None and name not in POOL_GAUGES and name not in THREAD_GAUGES and name not in CPU_TIME:
         seen.skipped["metrics a trace does not use"] += 1
         return
     data = metric.sum if metric.sum is not None else metric.gauge
     if data is None:
         raise InputError(f"{seen.path} line {line}: metric {name} has no gauge or sum data; the conventions make it a number")
-    temporality = getattr(data, "aggregationTemporality", 0) or 0
-    delta = (TEMPORALITY.get(temporality, -1) if isinstance(temporality, str) else temporality) == DELTA
+    delta = _delta(data)
     for point in data.dataPoints:
         t = _ns(point.timeUnixNano, "timeUnixNano", f"a data point of {name}", line, seen)
         raw = point.asDouble if point.asDouble is not None else point.asInt
@@ -427,6 +440,31 @@ def _metric(metric: Any, line: int, seen: Seen) -> None:
         if delta:  # as cumulative
             value += seen.points[key][-1][1] if seen.points[key] else 0.0
         seen.points[key].append((t, value))
+
+
+def _delta(data: Any) -> bool:
+    temporality = getattr(data, "aggregationTemporality", 0) or 0
+    return (TEMPORALITY.get(temporality, -1) if isinstance(temporality, str) else temporality) == DELTA
+
+
+def _histogram(metric: Any, name: str, line: int, seen: Seen) -> None:
+    """A pool's wait_time or use_time histogram: its count and sum, cumulative."""
+    data = metric.histogram
+    if data is None:
+        raise InputError(f"{seen.path} line {line}: metric {name} has no histogram data; the conventions make it a histogram")
+    scale = 1e-3 if metric.unit == "ms" else 1.0  # the older generation's unit
+    kind = POOL_HISTOGRAMS[name]
+    for point in data.dataPoints:
+        t = _ns(point.timeUnixNano, "timeUnixNano", f"a data point of {name}", line, seen)
+        try:
+            count, total = float(point.count or 0), float(point.sum or 0) * scale
+        except ValueError:
+            raise InputError(f"{seen.path} line {line}: a data point of {name} has count {point.count!r} and sum {point.sum!r}, not numbers") from None
+        for label, value in ((f"connections:{kind}_count", count), (f"connections:{kind}_sum", total)):
+            key = (name, label)
+            if _delta(data):
+                value += seen.points[key][-1][1] if seen.points[key] else 0.0
+            seen.points[key].append((t, value))
 
 
 def _trace(seen: Seen, files: list[Path], window: float, warmup: float) -> Trace:
@@ -654,22 +692,31 @@ def _pool_series(seen: Seen, edges: np.ndarray, t0: int) -> dict[tuple[str, str]
     threads = _sum_of(seen, "process_threads", t0, mid)
     if threads is not None:
         out[("", "threads")] = threads
-    cpu = [(lab.removeprefix("cpu:"), p) for (_, lab), p in seen.points.items() if lab.startswith("cpu:") and p]
-    if cpu:
-        width = np.diff(edges)
-        user = np.zeros(len(mid))
-        system = np.zeros(len(mid))
-        for mode, p in cpu:
+    width = np.diff(edges)
+    user, system = _counted(seen, "cpu:user", t0, edges), _counted(seen, "cpu:system", t0, edges)
+    total = _counted(seen, "cpu:total", t0, edges)
+    if user is not None or total is not None or system is not None:
+        zero = np.zeros(len(mid))
+        out[("", "cpu_user")] = (np.diff(user) if user is not None else zero) / width + (np.diff(total) / width if total is not None else zero)
+        out[("", "cpu_system")] = np.diff(system) / width if system is not None else zero
+    for kind in ("wait", "use"):
+        count, held = _counted(seen, f"connections:{kind}_count", t0, edges), _counted(seen, f"connections:{kind}_sum", t0, edges)
+        if count is not None and held is not None:
+            n = np.diff(count)
+            out[(CONNECTIONS, f"{kind}_time")] = np.divide(np.diff(held), n, out=np.full(len(n), np.nan), where=n > 0)
+    return out
+
+
+def _counted(seen: Seen, label: str, t0: int, times: np.ndarray) -> np.ndarray | None:
+    """A cumulative counter (CPU seconds, a histogram's count or sum) at `times`,
+    interpolated between its exports and summed over the metrics that have it."""
+    found = []
+    for (_, lab), p in seen.points.items():
+        if lab == label and p:
             p = sorted(p)
             at = (np.array([x for x, _ in p], dtype=np.int64) - t0) / 1e9
-            cores = np.diff(np.interp(edges, at, np.array([y for _, y in p]))) / width
-            if mode == "system":
-                system += cores
-            elif mode in ("user", "total"):
-                user += cores
-        out[("", "cpu_user")] = user
-        out[("", "cpu_system")] = system
-    return out
+            found.append(np.interp(times, at, np.array([y for _, y in p])))
+    return np.sum(found, axis=0) if found else None
 
 
 def _pools(seen: Seen, levels: dict[tuple[str, str], np.ndarray], measured: np.ndarray, t0: int, span: tuple[float, float], missing: dict[str, str]) -> dict:
@@ -689,20 +736,24 @@ def _pools(seen: Seen, levels: dict[tuple[str, str], np.ndarray], measured: np.n
         busy = levels[(pool, "busy")][measured]
         queued = levels.get((pool, "queued"), np.zeros(len(measured)))[measured]
         timeouts = _sum_of(seen, f"{kind}:timeouts", t0, np.array(span))
+        acquired = _counted(seen, "connections:use_count", t0, np.array(span)) if kind == "connections" else None
+        if acquired is None and kind == "connections":
+            acquired = _counted(seen, "connections:wait_count", t0, np.array(span))
         out[pool] = {
             "kind": kind,
             "size": int(size[0]),
             "mean_busy": float(busy.mean()) if len(busy) else 0.0,
             "busy_max": float(busy.max()) if len(busy) else 0.0,
             "mean_queued": float(queued.mean()) if len(queued) else 0.0,
-            "acquired": 0,
+            "acquired": int(round(acquired[1] - acquired[0])) if acquired is not None else 0,
             "waited": 0,
             "timed_out": int(timeouts[1] - timeouts[0]) if timeouts is not None else 0,
             "rejected": 0,
             "dropped": 0,
             "pinned": float((busy >= size[0]).mean()) if len(busy) else 0.0,
         }
-        missing[f"{TIER}.pools.{pool}.counts"] = "no metric counts a pool's acquisitions and waits: acquired, waited, rejected and dropped are 0" + (
-            "" if timeouts is not None else ", timed_out too (no timeouts counter)"
+        zeros = ["waited", "rejected", "dropped"] + ([] if acquired is not None else ["acquired"]) + ([] if timeouts is not None else ["timed_out"])
+        missing[f"{TIER}.pools.{pool}.counts"] = f"no metric of the pool counts them: {', '.join(zeros)} are 0" + (
+            f" (acquired: the {POOL_HISTOGRAMS_NOTE})" if acquired is not None else ""
         )
     return out
