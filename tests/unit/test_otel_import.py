@@ -274,3 +274,20 @@ def test_an_attribute_value_of_the_wrong_type(tmp_path):
     s = span(1, 1, None, 2, 0, 5) | {"attributes": [{"key": "http.route", "value": {"stringValue": 7}}]}
     with pytest.raises(InputError, match=r"line 1: an attribute's value .*Expected `str \| null`, got `int` - at `\$.stringValue`"):
         otel.read(write(tmp_path / "a.jsonl", [spans_line([s])]))
+
+
+def test_java_agent_logging_otlp_lines(tmp_path):
+    """The Java agent's `otel.traces.exporter=logging-otlp` logs one ResourceSpans (and
+    `otel.metrics.exporter=logging-otlp` one ResourceMetrics) per line, after the
+    logger's prefix, among the agent's own log lines (counted, not read)."""
+    prefix = "[otel.javaagent 2026-11-27 14:00:00:000 +0000] [BatchSpanProcessor_WorkerThread-1] INFO io.opentelemetry.exporter.logging.otlp.OtlpJsonLoggingSpanExporter - "
+    spans = json.loads(spans_line([span(1, 1, None, 2, 0, 5, "GET /a", http__route="/a"), span(1, 2, 1, 3, 1, 2, db__system="h2")]))["resourceSpans"][0]
+    metrics = json.loads(metrics_line([gauge("db.client.connections.max", [(0, 7, {})])]))["resourceMetrics"][0]
+    lines = [
+        "[otel.javaagent 2026-11-27 13:59:59:000 +0000] [main] INFO io.opentelemetry.javaagent.tooling.VersionLogger - opentelemetry-javaagent",
+        prefix + json.dumps(spans),
+        prefix + json.dumps(metrics),
+    ]
+    t = otel.read(write(tmp_path / "agent.log", lines))
+    assert t.requests["app.db_queries"].tolist() == [1] and "db" not in t.summary["tiers"]  # H2 runs in the JVM
+    assert t.summary["missing"]["skipped.lines without JSON (a logger's own lines)"] == "1 skipped"

@@ -147,6 +147,10 @@ def _request_struct() -> tuple[Any, dict[str, Any]]:
 REQUEST, STRUCTS = _request_struct()
 DECODER = msgspec.json.Decoder(REQUEST)
 ANY_VALUE = msgspec.json.Decoder(_struct(common_pb2.AnyValue.DESCRIPTOR, STRUCTS))
+RESOURCE_DECODERS = {
+    "resourceSpans": msgspec.json.Decoder(STRUCTS[trace_pb2.ResourceSpans.DESCRIPTOR.full_name]),
+    "resourceMetrics": msgspec.json.Decoder(STRUCTS[metrics_pb2.ResourceMetrics.DESCRIPTOR.full_name]),
+}
 DESCRIPTORS = {m.DESCRIPTOR.full_name: m.DESCRIPTOR for m in (trace_pb2.TracesData, metrics_pb2.MetricsData, logs_pb2.LogsData)}
 KINDS = {v.name: v.number for v in trace_pb2.Span.DESCRIPTOR.enum_types_by_name["SpanKind"].values}
 TEMPORALITY = {v.name: v.number for v in metrics_pb2.AggregationTemporality.DESCRIPTOR.values}
@@ -183,7 +187,7 @@ class Seen:
 
 def read(paths: list[str | Path] | str | Path, window: float = 1.0, warmup: float = 0.0, service: str | None = None) -> Trace:
     """The trace of the SERVER spans and metrics in `paths` (OTLP/JSON lines, `.gz`
-    too), `window` seconds per series window; `service`: the `service.name` to take
+    too; a logger's lines as `logging-otlp` writes them), `window` seconds per series window; `service`: the `service.name` to take
     when the files hold several."""
     files = [Path(p) for p in ([paths] if isinstance(paths, (str, Path)) else paths)]
     seen = Seen(service=service)
@@ -191,7 +195,9 @@ def read(paths: list[str | Path] | str | Path, window: float = 1.0, warmup: floa
         seen.path = path
         for line, text in _lines(path):
             try:
-                _request(_decoded(text, line, seen), line, seen)
+                request = _decoded(text, line, seen)
+                if request is not None:
+                    _request(request, line, seen)
             except _BadValue as e:
                 raise InputError(f"{path} line {line}: {e}") from None
     return _trace(seen, files, window, warmup)
@@ -208,20 +214,34 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def _decoded(text: bytes, line: int, seen: Seen) -> Any:
-    """One export request. Decoded straight into the Structs; a line they refuse takes
-    the careful path: parsed as JSON (a cut-off or malformed line is named), fields
-    renamed from their original names to the JSON ones and those the definitions lack
-    dropped and counted (OTLP/JSON receivers must ignore them), then decoded again —
-    a field of the wrong type is then named with its path."""
+    """One export request (None: a line without JSON, counted). Decoded straight into
+    the Structs — an export request, or the one ResourceSpans or ResourceMetrics that
+    the Java agent's `logging-otlp` exporters write per log line, after the logger's
+    prefix; a line they refuse takes the careful path: parsed as JSON (a cut-off or
+    malformed line is named), fields renamed from their original names to the JSON ones
+    and those the definitions lack dropped and counted (OTLP/JSON receivers must ignore
+    them), then decoded again — a field of the wrong type is then named with its path."""
+    start = text.find(b"{")
+    if start < 0:
+        seen.skipped["lines without JSON (a logger's own lines)"] += 1
+        return None
+    text = text[start:]  # after a logger's prefix, if any
     try:
         return DECODER.decode(text)
     except msgspec.MsgspecError:
         pass
+    for field_name, decoder in RESOURCE_DECODERS.items():
+        try:
+            return REQUEST(**{field_name: [decoder.decode(text)]})
+        except msgspec.MsgspecError:
+            pass
     try:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError as e:
         cut = "" if text.endswith(b"\n") else " (the file ends inside it: cut off?)"
         raise InputError(f"{seen.path} line {line}: not a JSON object{cut}: {e}") from None
+    if isinstance(obj, dict) and obj.keys() & {"scopeSpans", "scope_spans", "scopeMetrics", "scope_metrics"}:
+        obj = {("resourceSpans" if obj.keys() & {"scopeSpans", "scope_spans"} else "resourceMetrics"): [obj]}  # logging-otlp's one resource
     if not isinstance(obj, dict) or not obj.keys() & SIGNALS:
         got = ", ".join(list(obj)[:4]) if isinstance(obj, dict) else type(obj).__name__
         raise InputError(
