@@ -291,3 +291,20 @@ def test_java_agent_logging_otlp_lines(tmp_path):
     t = otel.read(write(tmp_path / "agent.log", lines))
     assert t.requests["app.db_queries"].tolist() == [1] and "db" not in t.summary["tiers"]  # H2 runs in the JVM
     assert t.summary["missing"]["skipped.lines without JSON (a logger's own lines)"] == "1 skipped"
+
+
+def test_jvm_bookstore_fixture():
+    """The JVM bookstore's capture by the OpenTelemetry Java agent (tests/fixtures/otel/
+    README.md): the agent's older pool names (db.client.connections.*, in ms), Tomcat's
+    thread pool without its maximum, the JVM's CPU time and its threads by state."""
+    t = otel.read(FIXTURES / "jvm_bookstore.otlp.jsonl.gz", window=0.5)
+    visits = t.requests.groupby("type", observed=True)["app.db_queries"].median()
+    assert visits["/execute_search"] == 101 and visits["/home"] == 1 and visits["/search_request"] == 0
+    pool = t.summary["tiers"]["app"]["servers"][0]["pools"]["db"]
+    assert pool["size"] == 2 and pool["acquired"] > 0
+    assert "threads" not in t.summary["tiers"]["app"]["servers"][0]["pools"]  # its size was not exported: said, and asked of twin calibrate
+    assert "tomcat.thread.max" in t.summary["missing"]["app.pools.threads.size"]
+    assert t.series("app", "busy", "threads")[0].max() >= 1
+    assert t.series("app", "threads")[0].min() > 10  # jvm.thread.count summed over its states, not one state's
+    assert t.series("app", "cpu_user")[0].sum() > 0
+    assert "database spans outside any SERVER span" in t.summary["missing"]["skipped.db_spans"]  # the pool's start-up queries

@@ -179,7 +179,9 @@ class Seen:
     # parent, not per span, so the memory grows with the requests, not the statements
     db: dict[str, list[int]] = field(default_factory=dict)
     db_systems: set[str] = field(default_factory=set)
-    points: dict[tuple[str, str], list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))  # (metric, attribute) → (ns, value)
+    # (metric, what it measures, its data point's attributes) → (ns, value): one series per
+    # attribute set (a pool, a thread state), summed where read
+    points: dict[tuple[str, str, tuple], list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
     pool_names: set[str] = field(default_factory=set)
     skipped: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
     unknown: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -456,10 +458,15 @@ def _metric(metric: Any, line: int, seen: Seen) -> None:
             label = "cpu:" + str(next((attrs[a] for a in CPU_TIME[name] if a in attrs), "total"))
         else:
             label = POOL_GAUGES.get(name) or THREAD_GAUGES[name]
-        key = (name, label)
+        key = (name, label, _identity(point.attributes))
         if delta:  # as cumulative
             value += seen.points[key][-1][1] if seen.points[key] else 0.0
         seen.points[key].append((t, value))
+
+
+def _identity(attributes: list) -> tuple:
+    """A data point's series: its attributes, whole."""
+    return tuple(sorted((kv.key, bytes(kv.value)) for kv in attributes))
 
 
 def _delta(data: Any) -> bool:
@@ -481,7 +488,7 @@ def _histogram(metric: Any, name: str, line: int, seen: Seen) -> None:
         except ValueError:
             raise InputError(f"{seen.path} line {line}: a data point of {name} has count {point.count!r} and sum {point.sum!r}, not numbers") from None
         for label, value in ((f"connections:{kind}_count", count), (f"connections:{kind}_sum", total)):
-            key = (name, label)
+            key = (name, label, _identity(point.attributes))
             if _delta(data):
                 value += seen.points[key][-1][1] if seen.points[key] else 0.0
             seen.points[key].append((t, value))
@@ -579,7 +586,7 @@ def _missing(seen: Seen, outside: int) -> dict[str, str]:
     missing = {
         f"{TIER}.wait_thread": "no standard span covers the wait for a worker thread: a SERVER span starts when a thread has the request (0 in the records)",
         f"{TIER}.wait_db": "no standard span covers getConnection(): the wait for a connection is inside before_db",
-        f"{TIER}.cpu_time": "spans carry no CPU time: the process's CPU is in the app series (cpu_user, cpu_system) where process.cpu.time was exported",
+        f"{TIER}.cpu_time": "spans carry no CPU time: the process's CPU is in the app series (cpu_user, cpu_system) where process.cpu.time (or jvm.cpu.time) was exported",
         "client": "the telemetry is the server's: response times are the SERVER spans' (no network, no client queueing)",
         "sessions": NO_SESSIONS,
     }
@@ -637,10 +644,10 @@ def _assemble(r: pd.DataFrame, seen: Seen, label: str, window: float, warmup: fl
         time_in_system=float(m.response_time.mean()) if len(m) else 0.0,
         missing=missing,
     )
+    pools = _pools(seen, levels, edges[:-1] >= warmup - 1e-9, t0, (warmup, duration), missing)  # before the summary: it adds to missing
     s = summary("otel", label, window, f)
     s["model"] = f"otel: {seen.service}"
     del s["missing"]["tiers"]
-    pools = _pools(seen, levels, edges[:-1] >= warmup - 1e-9, t0, (warmup, duration), missing)
     server: dict[str, Any] = {
         "visits": len(m),
         "throughput": int((m.status == "ok").sum()) / measured,
@@ -689,8 +696,9 @@ def _at(points: list[tuple[int, float]], t0: int, times: np.ndarray) -> np.ndarr
 
 
 def _sum_of(seen: Seen, label: str, t0: int, times: np.ndarray) -> np.ndarray | None:
-    """The sum over every metric (both generations, several pools) with this label."""
-    found = [_at(p, t0, times) for (_, lab), p in seen.points.items() if lab == label and p]
+    """The sum over every series (both generations, several pools, a thread count's
+    states) with this label."""
+    found = [_at(p, t0, times) for (_, lab, _), p in seen.points.items() if lab == label and p]
     return np.sum(found, axis=0) if found else None
 
 
@@ -731,7 +739,7 @@ def _counted(seen: Seen, label: str, t0: int, times: np.ndarray) -> np.ndarray |
     """A cumulative counter (CPU seconds, a histogram's count or sum) at `times`,
     interpolated between its exports and summed over the metrics that have it."""
     found = []
-    for (_, lab), p in seen.points.items():
+    for (_, lab, _), p in seen.points.items():
         if lab == label and p:
             p = sorted(p)
             at = (np.array([x for x, _ in p], dtype=np.int64) - t0) / 1e9
