@@ -3,8 +3,9 @@
 
 # An editable install whose extension is built with the quick-to-compile `fast` profile
 # (Cargo.toml); Python edits take effect at once, Rust ones at the next `make dev`.
+# (Through pip, with maturin's build arguments, so it works with or without a virtualenv.)
 dev:
-	maturin develop --profile fast --extras test
+	MATURIN_PEP517_ARGS="--profile fast" python3 -m pip install --quiet -e ".[test]"
 
 # The unit tier: in-process tests only (tests/unit), a few minutes.
 test-fast:
