@@ -1,48 +1,10 @@
 """`tierlab twin calibrate`: a model of the live system, in the ordinary YAML format,
 from live traces and the model they were run from (or from a simulated trace with
-per-request records, whose demands are known: the calibration's own test).
-
-Per request type, from its served requests (docs/trace.md's demand columns):
-
-- app tier: the handler's interpreter CPU (`cpu_time`, less `pool_cpu_time`, which
-  becomes the connection pool's `acquire_cpu` per connection request, and less
-  `db_cpu_time` when the database is embedded) as a fitted
-  distribution, split between before the accesses and inside them in the proportion
-  the request's phases show (`before_db` vs `with_db_active` less the statements'
-  time); then its connection requests (`db_requests`), each a `use` of the pool
-  calling the database tier once; plus, before the worker thread, the process's CPU
-  that no handler accounts for (the server's I/O thread parsing and writing, the
-  garbage collector), per request, from the service demand law's residual;
-- database tier: per call, the statements' own work — SQLite's CPU (`db_cpu_time`),
-  or PostgreSQL's execution time (`pg_stat_statements`: Σ time / Σ calls per statement,
-  times the request's statements), or, in a simulated trace, the database tier's own
-  `cpu_time` per request;
-- the machine's speed during the runs (the monitor's `cpu_probe_ms`, median): the
-  report keeps it, so that `twin verify` can run the twin at the speed of each step;
-- the app tier's CPU station: the process's effective cores, found from the monitor
-  over the windows with two or more requests in service (where a process that could
-  use a second core would show it): its ceiling, the 95th percentile of the process's
-  CPU (cores busy), rounded, is the station's cores — a Python server's interpreter
-  lock holds it near one core whatever its thread count; and the mean over those
-  windows, as a share of those cores, is the speed the process really got (the lock's
-  hand-offs, the machine's other processes): the app tier's CPU demands are divided
-  by it, so the station delivers what the process did.
-
-With `contention` (traces at two loads or more), every CPU demand of the app tier grows
-with the worker threads other requests hold, up to where the traces' requests show the
-growth level off (`Growth`, `levelling`), fitted by simulation so that
-the twin uses the process CPU per request each trace measured at its load. Before the
-app tier's program, a constant delay per type: the response time the handler did not
-see, at the lightest trace's load, less the CPU outside the handlers.
-
-Pools (sizes as the trace's summary records them; timeouts, queues and caching as the
-model set them on the server), the workload and the run come from the model. Each
-pool's hand-off (a given-back token free until the woken waiter takes it: its
-`mean_handing_off` over the waits it granted per second, by Little's law) is reported
-beside, and put in the twin only when asked (`handoff`; docs/twin.md says why): as the
-waiter's own run on the app's CPU (`handoff_cpu`), whose CPU is the hand-off over the
-stretch processor sharing gave it in the runs (`handoff_cpu` below), taken out of the
-CPU it was measured in."""
+per-request records, whose demands are known: the calibration's own test). What each
+figure of the twin is made from — per tier and request type, the machine's speed, the
+effective cores, the contention growth and the pools' hand-off — is docs/twin.md's
+table and sections, the one account of it; the functions below cite the parts they
+compute."""
 
 from __future__ import annotations
 
