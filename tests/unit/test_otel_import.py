@@ -308,3 +308,27 @@ def test_jvm_bookstore_fixture():
     assert t.series("app", "threads")[0].min() > 10  # jvm.thread.count summed over its states, not one state's
     assert t.series("app", "cpu_user")[0].sum() > 0
     assert "database spans outside any SERVER span" in t.summary["missing"]["skipped.db_spans"]  # the pool's start-up queries
+
+
+@pytest.mark.parametrize(("per_second", "bursty"), [([10, 10], False), ([40, 2], True)])
+def test_observed_workload_keeps_the_arrival_process(tmp_path, per_second, bursty):
+    """The twin's open workload without a model: the observed rate, and bursty arrivals
+    where the traces' are over-dispersed (per second: 10, 10, … is regular; 40, 2, … has
+    an index of dispersion near 20)."""
+    from tierlab.experiments.twin.observed import index_of_dispersion, observed_model
+
+    spans, k = [], 0
+    for second in range(20):
+        n = per_second[second % 2]
+        for i in range(n):
+            k += 1
+            start = second * 1000 + i * (1000 / n)
+            spans.append(span(k, k, None, 2, start, start + 1, "GET /a", http__route="/a"))
+    folder = otel.read(write(tmp_path / "a.jsonl", [spans_line(spans)])).write(tmp_path / "trace")
+    traces = [(str(folder), read_trace(folder))]
+    model = observed_model(traces, threads=4, connections=2)
+    rate = model.spec.workload.population.session_rate
+    assert rate == pytest.approx(k / read_trace(folder).summary["measured_seconds"])
+    assert (model.spec.workload.burstiness is not None) == bursty
+    if bursty:
+        assert model.spec.workload.burstiness.dispersion == pytest.approx(index_of_dispersion(traces), rel=1e-3)

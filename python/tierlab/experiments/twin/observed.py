@@ -14,13 +14,17 @@ placeholder program per type that `calibrate` then replaces with the measured on
   pool;
 - the workload: an open population of one-request sessions at the observed request
   rate over the measured seconds (the traces pooled), their types drawn in the observed
-  mix of served requests; or, given `clients` (and `think`), a closed population of
-  that many clients drawing each request from the mix."""
+  mix of served requests, Poisson — or bursty (the model's `burstiness`) where the
+  arrivals per second are over-dispersed (`index_of_dispersion` ≥ BURSTY); or, given
+  `clients` (and `think`), a closed population of that many clients drawing each
+  request from the mix."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import cast
+from typing import Any, cast
+
+import numpy as np
 
 from ...errors import InputError
 from ...model import LoadedModel, load_model
@@ -28,6 +32,10 @@ from ...trace import Trace
 from ...trace.imports.otel import CONNECTIONS, DB_TIER, THREADS, TIER
 
 START = "START"
+# The arrival process: the index of dispersion of the arrivals per DISPERSION_WINDOW
+# seconds (variance / mean of the counts; 1 for Poisson), taken as bursty from BURSTY
+# on, from MIN_WINDOWS windows (fewer cannot tell a burst from chance).
+DISPERSION_WINDOW, BURSTY, MIN_WINDOWS = 1.0, 1.5, 10
 PLACEHOLDER = 0.001  # CPU-seconds of a type's program until `calibrate` measures it
 
 
@@ -87,10 +95,19 @@ def observed_model(
         population = {"session_rate": offered / seconds}
         chain = {START: mix} | {k: {"END_OF_SESSION": 1.0} for k in mix}
         session_end = "chain"
+        dispersion = index_of_dispersion(traces)
+        burstiness = {"dispersion": round(dispersion, 3)} if dispersion is not None and dispersion >= BURSTY else None
         notes.append(
-            f"workload: open, {offered / seconds:.4g} requests/s (the traces' arrivals per measured second), one request per session, the observed mix"
+            f"workload: open, {offered / seconds:.4g} requests/s (the traces' arrivals per measured second), one request per session, the observed mix; "
+            + (
+                f"arrivals over-dispersed (index of dispersion {dispersion:.2f} per {DISPERSION_WINDOW:g} s): bursty (the model's MMPP)"
+                if burstiness
+                else f"arrivals Poisson (index of dispersion {dispersion:.2f} per {DISPERSION_WINDOW:g} s, below {BURSTY:g})"
+                if dispersion is not None
+                else f"arrivals Poisson (fewer than {MIN_WINDOWS} windows of {DISPERSION_WINDOW:g} s to tell)"
+            )
         )
-    spec = {
+    spec: dict[str, Any] = {
         "name": str(first["model"]).removeprefix("otel: "),
         "description": f"observed by OpenTelemetry ({first['model']})",
         "run": {"duration": first["duration"], "warmup": first["warmup"], "window": first["window"], "seed": 1},
@@ -104,11 +121,32 @@ def observed_model(
         "requests": {k: {TIER: program} for k in mix},
         "workload": {"population": population, "chain": {"matrix": chain, "start": START}, "think": think or 0.0, "session_end": session_end},
     }
+    if clients is None and burstiness:
+        spec["workload"]["burstiness"] = burstiness
     if remote:
         notes.append(
             f"{DB_TIER}: a database of its own; an access holds a connection for its span's time ({sizes[CONNECTIONS]} cores: it queues only for the pool)"
         )
     return load_model(spec)
+
+
+def index_of_dispersion(traces: list[tuple[str, Trace]]) -> float | None:
+    """Variance over mean of the requests arriving per DISPERSION_WINDOW seconds over
+    the measured periods, the traces' windows pooled (None: too few windows)."""
+    counts = []
+    for _, t in traces:
+        r = t.requests
+        if r is None:
+            continue
+        s = t.summary
+        start = r["start"].to_numpy()
+        edges = np.arange(s["warmup"], t.end + 1e-9, DISPERSION_WINDOW)
+        if len(edges) > 1:
+            counts.append(np.histogram(start, edges)[0])
+    pooled = np.concatenate(counts) if counts else np.array([])
+    if len(pooled) < MIN_WINDOWS or pooled.mean() == 0:
+        return None
+    return float(pooled.var(ddof=1) / pooled.mean())
 
 
 def calibrate_observed(
