@@ -115,6 +115,7 @@ def test_every_page_answers_as_the_python_bookstores(bed):
     assert _get(bed, "GET", "/product_detail?i_id=abc", None) == (400, "i_id must be a whole number 0…2147483647, got 'abc'\n")
     assert _get(bed, "GET", "/product_detail?i_id=999999", None) == (404, "no item 999999\n")
     assert _get(bed, "GET", "/nowhere", None)[0] == 404
+    assert _get(bed, "POST", "/buy_request", {"c_id": "4", "note": "x" * 100_000}) == (413, "the request body exceeds 65536 bytes\n")
 
 
 def test_threads_and_connections_resize_at_run_time(bed):

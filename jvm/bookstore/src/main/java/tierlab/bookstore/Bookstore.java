@@ -108,6 +108,10 @@ final class Bookstore extends HttpServlet {
             plain(res, 404, "no such page");
             return;
         }
+        if (req.getContentLengthLong() > Main.MAX_BODY) { // what Tomcat would not parse (maxPostSize): refused, as the Python server refuses it
+            plain(res, 413, "the request body exceeds " + Main.MAX_BODY + " bytes");
+            return;
+        }
         String session = req.getHeader("X-Tierlab-Session");
         boolean named = session != null && !session.isEmpty();
         Page page;
@@ -148,7 +152,13 @@ final class Bookstore extends HttpServlet {
             throw new BadInput("the form is not UTF-8");
         }
         Map<String, String> args = new HashMap<>();
-        for (Map.Entry<String, String[]> e : req.getParameterMap().entrySet()) {
+        Map<String, String[]> given;
+        try {
+            given = req.getParameterMap();
+        } catch (IllegalStateException e) { // Tomcat's InvalidParameterException: a chunked body too large, a bad encoding
+            throw new BadInput("unreadable parameters: " + e.getMessage());
+        }
+        for (Map.Entry<String, String[]> e : given.entrySet()) {
             for (String v : e.getValue()) {
                 if (!v.isEmpty()) {
                     args.put(e.getKey(), v);
