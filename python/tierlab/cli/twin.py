@@ -97,7 +97,7 @@ def _written(cal, out_file: str) -> None:
     law, cores = cal.law, cal.cores
     out.print(
         f"service demand law: {law['demand_law'] * 1e3:.3f} ms CPU per request (process CPU {law['utilization_cores']:.2f} cores / throughput) "
-        f"vs {law['direct'] * 1e3:.3f} ms in the handlers: {law['outside_handlers'] * 1e3:.3f} ms outside them",
+        f"vs {law['direct'] * 1e3:.3f} ms in the handlers: {round(law['outside_handlers'] * 1e3, 3) + 0.0:.3f} ms outside them",  # + 0.0: no "-0.000"
         markup=False,
     )
     reg = cal.regression
