@@ -20,12 +20,14 @@ __all__ = [
     "PHASES",
     "SCHEMA_VERSION",
     "MAX_POOLS",
+    "MAX_SERVERS",
 ]
 
 __version__: str
 PHASES: list[str]
 SCHEMA_VERSION: int
 MAX_POOLS: int  # pools per tier (a request's held pools are a 64-bit set)
+MAX_SERVERS: int  # servers per tier, and dispatchers
 
 # The shapes of the dicts the functions return: types only, not names of the module.
 @type_check_only

@@ -246,5 +246,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;
     // The engine's limit, stated once: the model compiler reads it from here.
     m.add("MAX_POOLS", sim::model::MAX_POOLS)?;
+    m.add("MAX_SERVERS", sim::model::MAX_SERVERS)?;
     Ok(())
 }

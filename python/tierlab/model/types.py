@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from .._core import MAX_SERVERS
+
 
 def _not_bool_or_text(v: Any) -> Any:
     if isinstance(v, bool):
@@ -39,4 +41,4 @@ I32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1), NUMBER]
 U64 = Annotated[int, Field(ge=0, le=2**64 - 1), NUMBER]
 # Servers and dispatchers per tier: each is a structure the engine allocates up front
 # (crates/sim model.rs MAX_SERVERS).
-Servers = Annotated[int, Field(ge=1, le=1_000_000), NUMBER]
+Servers = Annotated[int, Field(ge=1, le=MAX_SERVERS), NUMBER]  # the engine's own limit
