@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 
 import tierlab
+from tierlab.analysis.knee import saturation_load
+from tierlab.experiments.ramp import ramp
 from tierlab.experiments.sizing import all_served, max_sustainable_rate
 from tierlab.experiments.sizing.profiling import _profile_run
 from tierlab.live.loadgen_metrics import _Progress
@@ -100,3 +102,13 @@ def test_the_load_generators_metrics_count_what_it_sent_and_what_is_still_out():
     assert samples["tierlab_loadgen_requests_sent_total"] == 10
     assert samples["tierlab_loadgen_requests_finished_total"] == 7
     assert samples["tierlab_loadgen_requests_in_flight"] == 3
+
+
+def test_a_ramp_saturates_at_the_first_overloaded_step_though_its_throughput_still_rises():
+    """Loads 4, 6, 8, 11 against a capacity of 10: at 11 the throughput is the ramp's
+    highest (9.8), which alone reads as "still rising, no saturation"; its backlog
+    (145 of 1,128 unfinished) says it is past capacity."""
+    table, knee = ramp(_queue_without_timeout(4.0), [4, 6, 8, 11], workers=1, progress=None)
+    assert table.overloaded.tolist() == [0.0, 0.0, 0.0, 1.0] and table.unfinished.iloc[-1] > 0.1 * table.ok.iloc[-1]
+    assert saturation_load(table.load, table.throughput) is None  # by the throughput alone
+    assert knee.saturation == 11.0 and table.saturated.tolist() == [False, False, False, True]

@@ -46,29 +46,35 @@ class Knee:
     saturate (see `saturation_load`)."""
 
 
-def saturation_load(load, throughput) -> float | None:
+def saturation_load(load, throughput, overloaded=None) -> float | None:
     """The first load whose throughput is within 2% of the highest; None when that is
     the last step: the throughput was still rising there, and no later step shows it
     level off (a ramp that stops short of saturation would call its last step
-    saturated)."""
+    saturated). At the latest, though, the first load whose runs were `overloaded`
+    (per step: their backlog grew, `trace.outcome.backlogged`): the throughput of a
+    server that falls behind may still rise a little while what it leaves unanswered
+    piles up."""
     t = pd.Series(np.asarray(throughput, float), index=np.asarray(load, float)).dropna().sort_index()
     if t.empty:
         raise InputError("no step of the ramp has a measured throughput")
     first = float(t.index[t >= SATURATED * t.max()][0])
-    return None if first == t.index[-1] and len(t) > 1 else first
+    level = None if first == t.index[-1] and len(t) > 1 else first
+    over = np.asarray(load, float)[np.asarray(overloaded, bool)] if overloaded is not None else np.array([])
+    return min((x for x in (level, float(over.min()) if len(over) else None) if x is not None), default=None)
 
 
-def find_knee(load, value, throughput=None, sensitivity: float = 1.0) -> Knee:
+def find_knee(load, value, throughput=None, sensitivity: float = 1.0, overloaded=None) -> Knee:
     """The knee of an increasing, convex curve value(load) (e.g. p90 response time
     against clients); with the throughput, only the steps up to one beyond saturation
-    count (see above). Points whose value is missing (nothing completed) are left out."""
+    count (see above; `overloaded`: per step, whether its runs were). Points whose
+    value is missing (nothing completed) are left out."""
     d = pd.DataFrame({"x": np.asarray(load, float), "y": np.asarray(value, float)}).dropna().sort_values("x")
     if d.x.nunique() < 3:
         raise InputError(f"a knee needs at least 3 distinct loads with a measured value (got {d.x.nunique()}); ramp in finer steps")
     saturation = None
     method = "kneedle (convex, increasing)"
     if throughput is not None:
-        saturation = saturation_load(load, throughput)
+        saturation = saturation_load(load, throughput, overloaded)
         if saturation is None:
             method += "; the throughput still rises at the last step: no saturation over these loads"
         else:

@@ -16,6 +16,7 @@ from ..model import LoadedModel
 from ..model.spec import Closed
 from ..run.sweep import Run, sweep
 from ..trace import Trace
+from ..trace.outcome import backlogged
 from ..trace.schema import figures
 from .study.inputs import as_input
 
@@ -38,6 +39,8 @@ def _point(trace: Trace) -> dict:
         "mean": rt.get("mean"),
         "ok": s["requests"]["ok"],
         "rejected": s["requests"]["rejected"],
+        "unfinished": s["requests"]["unfinished"],
+        "overloaded": backlogged(s["requests"]),
         "retransmitted": float((r.retransmissions > 0).mean()) if r is not None and len(r) else float("nan"),
         "bottleneck": f"{b.tier}.{b.resource}" if b else None,
     }
@@ -90,7 +93,7 @@ def ramp(
     keys, runs = _runs(model, loads, seeds)
     measured = sweep(model, runs, _point, workers=workers, scheduler=scheduler, progress=progress)
     df = pd.DataFrame([{"load": x, "seed": s, **p} for (x, s), p in zip(keys, measured)])
-    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "retransmitted"]].mean()
+    table = df.groupby("load", as_index=False)[["throughput", "p90", "mean", "ok", "rejected", "unfinished", "overloaded", "retransmitted"]].mean()
     # The resource named most often over the seeds.
     table["bottleneck"] = df.groupby("load")["bottleneck"].agg(lambda b: b.mode().iloc[0] if b.notna().any() else None).to_numpy()
     return _with_knee(table)
@@ -99,8 +102,9 @@ def ramp(
 def _with_knee(table: pd.DataFrame) -> tuple[pd.DataFrame, Knee]:
     """The knee of the p90 curve, and each step marked `saturated` by the knee's own
     rule (from the first load whose throughput is within 2% of the highest, unless that
-    is the last step), so that the rows and the knee line agree."""
-    knee = find_knee(table.load, table.p90, table.throughput)
+    is the last step; at the latest from the first whose runs were mostly overloaded),
+    so that the rows and the knee line agree."""
+    knee = find_knee(table.load, table.p90, table.throughput, overloaded=table.overloaded >= 0.5)
     return table.assign(saturated=False if knee.saturation is None else table.load >= knee.saturation), knee
 
 
