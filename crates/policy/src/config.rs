@@ -146,6 +146,7 @@ mod tests {
             interval: 1.0,
             wait: false,
             test: Default::default(),
+            threshold: None,
         });
         let cases = [
             (Policy::RoundRobin { weights: vec![] }, false, 0),

@@ -8,7 +8,16 @@
 //!   the current time slice, e0_k = requests expected there, from reservations made one
 //!   think time h ahead of every request and cancelled when the request comes early.
 //!
-//! ReDAL-W (`wait`) holds a request at the dispatcher while no server is dispatchable.
+//! A server is a candidate only while it is dispatchable and, given a threshold T
+//! (`threshold`, requests per second), while the capacity reserved in the current
+//! slice is under T (§II-A: "we check the different application servers in the
+//! cluster to see which ones have the property that the amount of reserved capacity
+//! in the current time slice is under the desired maximum throughput T, and choose
+//! the least loaded server among them"). The reserved capacity is m_k, counted per
+//! slice of d seconds, so the bound is m_k < T·d. The affined server too must be a
+//! candidate, so a server past T loses its sessions' next requests.
+//!
+//! ReDAL-W (`wait`) holds a request at the dispatcher while no server is a candidate.
 //!
 //! ReDAL-N (`test: in_progress`, the model's `redal_n`) judges dispatchability on the
 //! x-axis of the paper's Fig. 4 instead: the load *in* the server. Per interval it
@@ -45,6 +54,9 @@ pub struct RedalConfig {
     /// What the throughput slope is taken against (default: arrivals, as the paper).
     #[serde(default)]
     pub test: SlopeTest,
+    /// T: the throughput, requests per second, a server is kept under (none: no bound).
+    #[serde(default)]
+    pub threshold: Option<f64>,
 }
 
 /// The dispatchability test's x-axis.
@@ -81,6 +93,11 @@ impl RedalConfig {
         }
         if c.window == 0 || c.intervals < 2 || c.interval.is_nan() || c.interval <= 0.0 {
             return Err("window g ≥ 1, intervals m ≥ 2 and interval > 0 are required".into());
+        }
+        if let Some(t) = c.threshold.filter(|t| !(t.is_finite() && *t > 0.0)) {
+            return Err(format!(
+                "threshold T = {t} must be a positive number of requests per second"
+            ));
         }
         Ok(())
     }
@@ -295,6 +312,18 @@ impl Redal {
         self.analyzer.dispatchable[k] || self.load.get(k) == 0
     }
 
+    /// Whether the capacity reserved on k in the current slice, m_k, is under T·d.
+    pub fn under_threshold(&self, k: usize) -> bool {
+        self.cfg
+            .threshold
+            .is_none_or(|t| self.modified_load(k) < t * self.cfg.slice)
+    }
+
+    /// A server a request may be sent to: dispatchable and under the threshold.
+    pub fn candidate(&self, k: usize) -> bool {
+        self.dispatchable(k) && self.under_threshold(k)
+    }
+
     /// m_k = l_k + α·e0_k, counting the other dispatchers' shares and estimates.
     pub fn modified_load(&self, k: usize) -> f64 {
         let l = self.actual[k] + self.estimate[k] + self.others.actual_at(self.slice, k);
@@ -365,9 +394,9 @@ impl Redal {
         self.reservations.insert(session, (k, s));
     }
 
-    fn least_loaded(&self, only_dispatchable: bool) -> Option<usize> {
+    fn least_loaded(&self, only_candidates: bool) -> Option<usize> {
         let n = self.actual.len();
-        let candidates = (0..n).filter(|k| !only_dispatchable || self.dispatchable(*k));
+        let candidates = (0..n).filter(|k| !only_candidates || self.candidate(*k));
         argmin_from(candidates, n, self.turn, |k| self.modified_load(k))
     }
 }
@@ -380,7 +409,7 @@ impl Dispatch for Redal {
         }
         self.cancel(req.session);
         let k = match req.home {
-            Some(h) if self.dispatchable(h) => h,
+            Some(h) if self.candidate(h) => h,
             _ => match self.least_loaded(true) {
                 Some(k) => k,
                 None if self.cfg.wait => return None,
@@ -444,6 +473,7 @@ mod tests {
             interval: 1.0,
             wait: false,
             test: SlopeTest::Arrivals,
+            threshold: None,
         }
     }
 
@@ -570,6 +600,80 @@ mod tests {
         assert_eq!(w.pick(0.1, &req(1, None, None)), Some(0));
     }
 
+    /// Pick, then finish the request at once: no request stays in progress, so the
+    /// slope test never judges (an idle server is dispatchable) and T alone decides.
+    fn send(r: &mut Redal, now: f64, session: u64, home: Option<usize>) -> Option<usize> {
+        let k = r.pick(now, &req(session, home, None));
+        if let Some(k) = k {
+            r.done(now, k, 0);
+        }
+        k
+    }
+
+    /// T = 2 requests/s on slices of d = 1 s: a server is a candidate while
+    /// m_k = l_k + α·e0_k < 2. Two requests of sessions homed on server 0 fill it; the
+    /// third session homed there goes to server 1, the least loaded under T.
+    #[test]
+    fn a_server_past_the_threshold_loses_affinity() {
+        let config = RedalConfig {
+            threshold: Some(2.0),
+            ..cfg()
+        };
+        let mut r = Redal::new(2, 0, config);
+        assert_eq!(send(&mut r, 0.1, 1, Some(0)), Some(0));
+        assert!(r.under_threshold(0), "m_0 = 1 < T·d = 2");
+        assert_eq!(send(&mut r, 0.2, 2, Some(0)), Some(0));
+        assert!(
+            !r.candidate(0) && r.dispatchable(0),
+            "m_0 = 2: past T, slope fine"
+        );
+        assert_eq!(send(&mut r, 0.3, 3, Some(0)), Some(1));
+        // The next slice starts empty (l = 0, nothing reserved for it): home again.
+        assert_eq!(send(&mut r, 1.1, 4, Some(0)), Some(0));
+        // Reservations count: h = 3 s puts session 5's next request in slice 4 on
+        // server 1, α·e0 = 0.5 there; with l = 2 more, m_1 = 2.5 ≥ 2 in slice 4.
+        send(&mut r, 1.2, 5, Some(1));
+        send(&mut r, 4.1, 6, Some(1));
+        assert_eq!(r.modified_load(1), 1.0 + 0.5);
+        assert_eq!(send(&mut r, 4.2, 7, Some(1)), Some(1));
+        assert_eq!(r.modified_load(1), 2.0 + 0.5);
+        assert_eq!(send(&mut r, 4.3, 8, Some(1)), Some(0));
+    }
+
+    /// Without a threshold (the default) affinity holds however many requests a slice
+    /// brings, while the slope test passes: the policy as it was.
+    #[test]
+    fn without_a_threshold_affinity_holds_at_any_count() {
+        let mut r = Redal::new(2, 0, cfg());
+        for s in 0..50 {
+            assert_eq!(r.pick(0.1, &req(s, Some(0), None)), Some(0));
+        }
+        assert!(r.under_threshold(0));
+    }
+
+    /// Every server past T: ReDAL-W holds the request, ReDAL sends it to the least
+    /// loaded server anyway; in the next slice both send it.
+    #[test]
+    fn redal_w_waits_while_every_server_is_past_the_threshold() {
+        let full = |wait: bool| {
+            let mut r = Redal::new(
+                2,
+                0,
+                RedalConfig {
+                    wait,
+                    threshold: Some(1.0),
+                    ..cfg()
+                },
+            );
+            send(&mut r, 0.1, 1, Some(0));
+            send(&mut r, 0.1, 2, Some(1));
+            let now = send(&mut r, 0.2, 3, Some(0));
+            (now, send(&mut r, 1.2, 3, Some(0)))
+        };
+        assert_eq!(full(true), (None, Some(0)));
+        assert_eq!(full(false), (Some(0), Some(0)));
+    }
+
     #[test]
     fn ranges_at_the_edges_of_the_configuration() {
         let with = |f: fn(&mut RedalConfig)| {
@@ -589,6 +693,12 @@ mod tests {
         assert!(with(|c| c.slice = 3.0 / MAX_SLICES_AHEAD).is_ok());
         assert!(with(|c| c.slice = 1e-5).unwrap_err().contains("slices"));
         assert!(with(|c| c.slice = -0.0).unwrap_err().contains("slice d"));
+        assert!(with(|c| c.threshold = Some(0.0))
+            .unwrap_err()
+            .contains("threshold T"));
+        assert!(with(|c| c.threshold = Some(f64::NAN))
+            .unwrap_err()
+            .contains("threshold T"));
     }
 
     #[test]

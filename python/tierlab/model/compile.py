@@ -219,7 +219,7 @@ def _dispatch(tname: str, t, bad: _Problems) -> dict:
             "policy": "redal",
             "wait": d.policy == "redal_w",
             "test": test,
-            **d.model_dump(include={"alpha", "slice", "think_time", "window", "intervals", "interval"}),
+            **d.model_dump(include={"alpha", "slice", "think_time", "window", "intervals", "interval", "threshold"}),
         }
     if d.topology == "hierarchical" and d.dispatchers > t.servers:
         bad.add(f"{path}.dispatchers", f"{d.dispatchers} dispatchers cannot each own a block of {t.servers} servers; use topology: shared or fewer dispatchers")

@@ -205,6 +205,9 @@ class RedalDispatch(DispatchBase):
     window: Annotated[int, Field(ge=1, le=1_000_000, description="g: inter-request times averaged into h"), NUMBER] = 100
     intervals: Annotated[int, Field(ge=2, le=1_000_000, description="m: intervals in the throughput-slope window"), NUMBER] = 5
     interval: Annotated[PosSeconds, Field(description="throughput-measurement interval, seconds")] = 1.0
+    threshold: Annotated[Finite, Field(gt=0), NUMBER] | None = Field(
+        None, description="T: requests per second a server is kept under; past it (m = l + α·e0 ≥ T·slice) it takes no request (none: no bound)"
+    )
     queue: WaitQueue = Field(WaitQueue(), description="redal_w: requests held per dispatcher, and their wait limit")
 
     @model_validator(mode="after")
