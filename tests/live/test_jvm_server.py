@@ -20,11 +20,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tierlab import PHASES
 from tierlab.errors import InputError
-from tierlab.live import jvm, lifecycle, load_mapping, testbed
+from tierlab.live import jvm, lifecycle, testbed
+from tierlab.live.cluster import up_cluster
 from tierlab.live.server.bookstore import Bookstore, Database
 from tierlab.live.server.middleware import ConnectionPool, Tier
 
-from conftest import MAPPING, ROOT, live_model
+from conftest import HTTP, ROOT, live_model
 
 PHASE_COLUMNS = [f"app.{p}" for p in PHASES]
 # One request of each page, as examples/tpcw_http.yaml sends them: (type, method, path, form).
@@ -192,7 +193,7 @@ def test_metrics_in_the_prometheus_text_format_when_a_scraper_asks(bed):
 def test_a_live_run_through_the_unchanged_testbed(bed):
     """`tierlab live run`'s path: the model's pools set on the server, the load, the
     server's records joined request by request, its series and pool summaries."""
-    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 3}), load_mapping(MAPPING))
+    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.threads.size": 6, "tiers.app.pools.db.size": 3}), HTTP)
     r = trace.requests
     assert len(r) > 50 and (r.status == "ok").all(), r[r.status != "ok"].head()
     assert (r["app.visits"] == 1).all()
@@ -201,6 +202,21 @@ def test_a_live_run_through_the_unchanged_testbed(bed):
     pools = trace.summary["tiers"]["app"]["servers"][0]["pools"]
     assert {p["size"] for p in pools.values()} == {6, 3}
     assert trace.summary["missing"].get("app.phases") is None
+
+
+def test_a_cluster_of_jvm_servers_behind_the_proxy(tmp_path):
+    """`live up --model --server java`: two JVM bookstores behind the dispatcher proxy,
+    one database; each request recorded by the server the proxy chose."""
+    model = live_model(**{"tiers.app.servers": 2, "tiers.app.dispatch": {"policy": "least_active"}, "run.duration": 6, "run.warmup": 1})
+    state = up_cluster(model, tmp_path / "live", log=lambda *_: None, server="java")
+    try:
+        trace = testbed.Testbed(tmp_path / "live").run(model, HTTP)
+    finally:
+        assert lifecycle.down(tmp_path / "live")
+    r = trace.requests
+    assert len(r) > 50 and (r.status == "ok").all() and set(r["app.server"]) == {0, 1}
+    assert (r[PHASE_COLUMNS].sum(axis=1) - r["app.time"]).abs().max() < 1e-6
+    assert not [pid for pid in state.pids() if lifecycle.running(pid)]
 
 
 def test_stopping_leaves_no_process(bed):
