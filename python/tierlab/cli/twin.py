@@ -69,7 +69,6 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, t
     windows or more): README's "A run busy enough to calibrate" gives the commands."""
     from ..errors import InputError
     from ..experiments.twin import calibrate
-    from ..experiments.twin.observed import calibrate_observed
     from ..model import load_model
 
     if clients is not None and session_rate is not None:
@@ -79,6 +78,8 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, t
     if model_file is None:
         if session_rate is not None:
             raise InputError("without --model the open workload is the traces' own rate; give --clients N (and --think) for a closed one")
+        from ..experiments.twin.observed import calibrate_observed  # the otel extra's: only without a model
+
         with about(traces[0]):
             cal = calibrate_observed(list(traces), threads, connections, clients, think, **options)
         return _written(cal, out_file)
