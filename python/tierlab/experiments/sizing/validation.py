@@ -159,8 +159,8 @@ def max_sustainable_rate(
         for i, s in enumerate(active):
             ok = sum(served[i])
             passed = ok >= success * runs
-            trials.append({"M": s.M, "N": s.N, "lambda": round(s.at * step, 10), "passed_runs": ok, "runs": len(served[i]), "passed": passed})
             rate = s.at * step
+            trials.append({"M": s.M, "N": s.N, "lambda": round(rate, 10), "passed_runs": ok, "runs": len(served[i]), "passed": passed})
             s.record(passed)
             if lines:
                 verdict = "sustained" if passed else "not sustained"
