@@ -30,6 +30,7 @@ from ..analysis.fluctuations import bimodality, retransmissions_per_minute
 from ..errors import InputError
 from ..experiments.ramp import ramp_of_traces
 from ..trace import Trace, window_of
+from ..trace.outcome import backlog_note
 from ..trace.schema import OUTCOMES, PHASES, figures
 from .numbers import duration, figure
 
@@ -193,9 +194,12 @@ def _headline(trace: Trace) -> Section:
         ("source", s["source"]),
         ("measured", f"{figure(s['measured_seconds'])} s (after {figure(s['warmup'])} s warm-up)"),
         ("throughput", f"{figure(s['throughput'])} req/s"),
-        *((k, f"{s['requests'][k]:,}") for k in ("ok", "rejected", "timeout", "error")),
+        *((k, f"{s['requests'][k]:,}") for k in OUTCOMES),
         *((f"{p} response time", f"{figure(rt[p] * 1000)} ms" if p in rt else "—") for p in HEADLINE_PERCENTILES),
     ]
+    overloaded = backlog_note(s["requests"])
+    if overloaded:
+        rows.append(("overloaded", overloaded))
     if s["errors"]:
         failed = ", ".join(f"{k} {v:,}" for k, v in s["errors"].items() if v)
         rows.append(("failed by kind", failed or "none"))
@@ -395,7 +399,7 @@ def _comparison(runs: list[tuple[str, Trace]]) -> Section:
         rt = figures(s["response_time"])
         return {
             "throughput (req/s)": s["throughput"],
-            **{f"{k} requests": float(s["requests"][k]) for k in ("ok", "rejected", "timeout", "error")},
+            **{f"{k} requests": float(s["requests"][k]) for k in OUTCOMES},
             **{f"{p} (ms)": _ms(rt.get(p)) for p in ("mean", *HEADLINE_PERCENTILES)},
         }
 
