@@ -22,9 +22,10 @@ from conftest import HTTP, live_model
 
 # Per request, the process's CPU in both routes is the same process's (the middleware's
 # monitor reads it from /proc, the telemetry from os.times()); per type, the telemetry's
-# share by time outside the database stands in for the handler's own CPU clock.
-TOTAL_CPU_TOLERANCE = 0.15  # measured: 4.376 vs 4.367 ms (SQLite, 12 browsers, 10 threads, 5 connections)
-THROUGHPUT_TOLERANCE = 0.2  # measured: middleware twin +1.3%, OpenTelemetry twin -2.0% of the live 135.6 requests/s
+# share by the spans' times stands in for the handler's own CPU clock (docs/twin.md: it
+# blurs the types, and no tolerance per type is claimed).
+TOTAL_CPU_TOLERANCE = 0.15  # measured: 4.376 vs 4.367 ms, then 4.298 vs 4.113 (SQLite, 12 browsers, 10 threads, 5 connections)
+THROUGHPUT_TOLERANCE = 0.2  # measured: middleware twin +1.3% / -1.9%, OpenTelemetry twin -2.0% / +3.1% of the live run's, in two runs
 
 
 def route(t: str) -> str:
