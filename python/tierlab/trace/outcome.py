@@ -39,5 +39,5 @@ def backlog_note(counts: StatusCounts) -> str | None:
         return None
     return (
         f"{counts['unfinished']:,} of the {sent(counts):,} requests sent after the warm-up ({unfinished_share(counts):.1%}) "
-        f"were unfinished at the end, more than {UNFINISHED_SHARE:.0%}: overloaded (the server did not keep up)"
+        f"were unfinished at the end, more than {UNFINISHED_SHARE:.0%}: overloaded (the system did not keep up with what it was sent)"
     )
