@@ -201,6 +201,7 @@ def test_a_live_run_through_the_unchanged_testbed(bed):
     assert (r.loc[r.type == "SRES", "app.db_requests"] == 101).all()
     pools = trace.summary["tiers"]["app"]["servers"][0]["pools"]
     assert {p["size"] for p in pools.values()} == {6, 3}
+    assert all(p["busy_max"] <= p["size"] for p in pools.values())  # a connection handed over is counted once
     assert trace.summary["missing"].get("app.phases") is None
 
 

@@ -107,12 +107,14 @@ final class TimedDataSource implements DataSource {
     }
 
     private void giveBack(RequestContext ctx, Connection real) throws SQLException {
+        // Counted free first: close() may hand the connection straight to a waiter, whose
+        // grant would otherwise be counted while this one still is (busy N + 1).
+        stats.released(Windows.now());
         double cpu = RequestContext.cpu();
         try {
             real.close(); // HikariCP rolls back what is uncommitted and resets autocommit
         } finally {
             ctx.poolCpuTime += RequestContext.cpu() - cpu;
-            stats.released(Windows.now());
         }
     }
 
