@@ -245,10 +245,11 @@ def _types(trace: Trace) -> Section | None:
     rows = []
     for name, t in types.items():
         rt = figures(t["response_time"])
+        counts: dict[str, int] = {k: t["requests"][k] for k in OUTCOMES}
         rows.append(
             {
                 "type": name,
-                **{k: dict(t["requests"])[k] for k in OUTCOMES},
+                **counts,
                 "req/s": t["throughput"],
                 **{f"{p} (ms)": _ms(rt.get(p)) for p in ("mean", "p50", "p90", "p99", "p99.9")},
             }

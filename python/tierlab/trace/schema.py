@@ -24,8 +24,10 @@ PHASES = ["wait_thread", "before_db", "wait_db", "with_db_active", "with_db_idle
 DEMANDS = ["cpu_time", "pool_cpu_time", "db_time", "db_cpu_time"]
 # A finished request's status (requests.parquet), and the outcomes the summary counts:
 # those, and `unfinished` (sent after the warm-up, not answered by the end of the run).
-STATUSES = ["ok", "rejected", "timeout", "error"]
-OUTCOMES = [*STATUSES, "unfinished"]
+Status = Literal["ok", "rejected", "timeout", "error"]
+Outcome = Literal[Status, "unfinished"]
+STATUSES: list[Status] = ["ok", "rejected", "timeout", "error"]
+OUTCOMES: list[Outcome] = [*STATUSES, "unfinished"]
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
 STATEMENT_COLUMNS = ["query", "calls", "total_time", "rows"]
 TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
