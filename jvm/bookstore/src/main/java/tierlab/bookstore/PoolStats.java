@@ -108,14 +108,6 @@ final class PoolStats {
         levels(now);
     }
 
-    synchronized int busy() {
-        return busy;
-    }
-
-    synchronized int queued() {
-        return queued;
-    }
-
     /** The pool now, and its counters since it was made (TokenPool.sample). */
     synchronized Map<String, Object> sample() {
         Map<String, Object> out = new LinkedHashMap<>();
