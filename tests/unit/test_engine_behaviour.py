@@ -16,7 +16,8 @@ from conftest import EXAMPLES, check_little, run, single_request_sessions
 
 def _stationary(csv_path, drop=("INIT",)) -> dict[str, float]:
     """Independent computation: the stationary distribution of the chain's pages."""
-    rows = list(csv.reader(open(csv_path)))
+    with open(csv_path, newline="") as f:
+        rows = list(csv.reader(f))
     names = rows[0][1:]
     P = np.array([[float(x) for x in r[1:]] for r in rows[1:]])
     keep = [i for i, n in enumerate(names) if n not in drop]
