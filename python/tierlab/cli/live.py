@@ -98,11 +98,32 @@ def live() -> None:
 @click.option(
     "--otel", type=click.Path(dir_okay=False), help="Also export the server's OpenTelemetry traces and metrics to this file (OTLP/JSON lines; the otel extra)."
 )
-def live_up(workdir, db, server, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel) -> None:
+@click.option(
+    "--cpu",
+    "cpu_text",
+    help="CPU budgets by tier, in cores: app=0.5,db=0.5 (the bookstore's processes; PostgreSQL's — SQLite runs inside the bookstore's, under app's). "
+    "Each tier's processes in a cgroup of that quota; released by `live down`. Where cgroups cannot be written, says so and runs without.",
+)
+@click.option(
+    "--cpu-from",
+    "cpu_model",
+    type=click.Path(dir_okay=False),
+    help="CPU budgets from this model: its pooled tier's CPU station (cores × speed) for app, the next tier's for db (not on SQLite).",
+)
+def live_up(workdir, db, server, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
-    from ..live import lifecycle
+    from ..live import cpu_budget, lifecycle
 
+    if cpu_text and cpu_model:
+        raise click.UsageError("--cpu and --cpu-from both set the budgets; give one")
+    cpu = cpu_budget.parse(cpu_text) if cpu_text else None
+    if cpu_model:
+        cpu = cpu_budget.from_model(changed(cpu_model))
+        if db == "sqlite" and cpu.pop("db", None) is not None:
+            err.print("the model's db tier has no budget here: SQLite runs inside the bookstore's process, under app's")
     if model is not None:
+        if cpu:
+            raise click.UsageError("--cpu budgets one bookstore and its database; start it without --model")
         from ..live.cluster import up_cluster
 
         if otel:
@@ -124,6 +145,7 @@ def live_up(workdir, db, server, model, port, admin_port, threads, connections, 
         log=err.print,
         otel=otel,
         server=server,
+        cpu=cpu,
     )
     err.print(f"bookstore ({server}) up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 

@@ -20,7 +20,7 @@ from typing import Literal
 import psutil
 
 from ..errors import InputError
-from . import jvm
+from . import cpu_budget, jvm
 from .admin import Admin, ServerGone
 from .server.bookstore import Database, populate
 
@@ -50,6 +50,11 @@ class State:
     servers: list[dict] = field(default_factory=list)
     proxies: list[dict] = field(default_factory=list)
     sessions: str | None = None
+    # CPU budgets in force (cores by tier: app, db) and their cgroups; `cpu_note` says
+    # why budgets asked for are not in force (no cgroup could be written), None if they are.
+    cpu: dict[str, float] = field(default_factory=dict)
+    cgroups: dict[str, str] = field(default_factory=dict)
+    cpu_note: str | None = None
 
     @property
     def target(self) -> str:
@@ -115,19 +120,49 @@ def up(
     log=print,
     otel: str | Path | None = None,
     server: Server = "python",
+    cpu: dict[str, float] | None = None,
 ) -> State:
     """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
     bookstore (`server`: the Python one, or the JVM one, built first if needed); populate
     the data if this scale has not been loaded yet. `otel`: a file the server also
-    exports its OpenTelemetry traces and metrics to (OTLP/JSON lines)."""
+    exports its OpenTelemetry traces and metrics to (OTLP/JSON lines). `cpu`: cores per
+    tier (`app`, `db`; `cpu_budget.parse`), each tier's processes held to them by a
+    cgroup (`budget`)."""
+    if cpu and "db" in cpu and db == "sqlite":
+        raise InputError("--cpu db=…: SQLite runs inside the bookstore's process, under its app budget; drop db= or use --db postgres")
     workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
     url = database(workdir, db, num_items, num_ebs, log)
     logfile = workdir / "server.log"
     cmd = server_command(server, workdir, url, port, admin_port, threads, connections, caching, otel=otel, log=log)
     state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server)
-    save(state)
+    save(state)  # first, so that `down` finds the server whatever happens next
+    if cpu:
+        budget(state, cpu, log)
+        save(state)
     await_admin(state, [Admin(workdir, admin_port)], logfile)
     return state
+
+
+def budget(state: State, cpu: dict[str, float], log) -> None:
+    """Hold each tier to its cores: the bookstore's process and its children (`app`),
+    PostgreSQL's postmaster and its backends (`db`); the load generator stays outside
+    both. Recorded in `state`; where no cgroup can be written, said through `log` and
+    in `state.cpu_note`, and the testbed runs without."""
+    processes = {"app": cpu_budget.tree(state.pid)}
+    if "db" in cpu:
+        processes["db"] = cpu_budget.tree(int(postmaster_pidfile(Path(state.workdir)).read_text().split()[0]))
+    try:
+        state.cgroups = cpu_budget.apply(cpu, processes, Path(state.workdir))
+        state.cpu = dict(cpu)
+        log("CPU budgets: " + ", ".join(f"{role} {cores:g} core(s) ({state.cgroups[role]})" for role, cores in cpu.items()))
+    except cpu_budget.Unavailable as e:
+        state.cpu_note = f"CPU budgets {cpu} not set: {e}; the tiers run without, sharing the machine's cores"
+        log(f"warning: {state.cpu_note}")
+
+
+def postmaster_pidfile(workdir: Path) -> Path:
+    """PostgreSQL's postmaster.pid for the testbed in `workdir`."""
+    return workdir.parent / "postgres" / "data" / "postmaster.pid"
 
 
 def prepare(workdir: str | Path, ports: list[tuple[int, str]]) -> Path:
@@ -271,6 +306,8 @@ def down(workdir: str | Path = ".tierlab/live") -> bool:
         subprocess.run(["bash", str(POSTGRES_SCRIPT), "stop", str(workdir.parent / "postgres")], capture_output=True)
     if state.sessions is not None:
         subprocess.run(["bash", str(REDIS_SCRIPT), "stop", str(workdir / "redis")], capture_output=True)
+    for group in state.cgroups.values():
+        cpu_budget.release(group)
     f.unlink()
     return True
 

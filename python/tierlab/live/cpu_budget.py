@@ -1,0 +1,201 @@
+"""CPU budgets for the live testbed's tiers (issue 41 item 1): each tier's processes in a
+cgroup of their own whose CFS quota is the tier's cores, so that the bookstore and the
+database behave like machines of their own instead of competing second by second for
+the same cores (and with the load generator, which stays outside both).
+
+cgroup v1 (this project's machine: the `cpu` controller mounted on its own) takes
+`cpu.cfs_period_us` and `cpu.cfs_quota_us`; cgroup v2 takes `cpu.max` ("QUOTA PERIOD")
+and needs the controller enabled in the parent's `cgroup.subtree_control`. A group is
+made under the cgroup this process is in (`/proc/self/cgroup`), one per tier and
+working folder, every process of the tier written to its `cgroup.procs` (a process's
+later children, PostgreSQL's backends, are born in it); `release` moves what is left
+back to the parent and removes the group. Where no group can be made (no controller, no
+permission), `Unavailable` says why: the caller says so and runs without."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import psutil
+
+from ..errors import InputError
+from ..model import LoadedModel
+from ..model.pools import PoolSetting
+from ..model.spec import Cpu
+
+ROLES = ("app", "db")  # the testbed's tiers: the bookstore's process(es), the database's
+PERIOD_US = 100_000  # the CFS period: the kernel's default, 100 ms
+MIN_QUOTA_US = 1_000  # the kernel refuses a quota under 1 ms
+
+
+class Unavailable(Exception):
+    """No CPU budget can be set here; the message says why."""
+
+
+def parse(text: str) -> dict[str, float]:
+    """`app=0.5,db=0.5` → {"app": 0.5, "db": 0.5}: cores per tier of the testbed."""
+    out: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        role, eq, value = part.partition("=")
+        role = role.strip()
+        if not eq or role not in ROLES:
+            raise InputError(f"--cpu: {part!r} is not TIER=CORES with TIER one of {', '.join(ROLES)} (e.g. app=0.5,db=0.5)")
+        try:
+            cores = float(value)
+        except ValueError:
+            raise InputError(f"--cpu: {role}={value!r}: the cores are a number (e.g. {role}=0.5)") from None
+        if not (math.isfinite(cores) and cores > 0):
+            raise InputError(f"--cpu: {role}={value}: the cores must be a positive number")
+        if role in out:
+            raise InputError(f"--cpu: {role} is given twice")
+        out[role] = cores
+    if not out:
+        raise InputError("--cpu: give at least one TIER=CORES (e.g. app=0.5)")
+    return out
+
+
+def from_model(model: LoadedModel, tier: str | None = None) -> dict[str, float]:
+    """The budgets a model states: its pooled tier's (the bookstore's) CPU station and the
+    next tier's (the database's), each `cores` × `speed` cores. A tier without a CPU
+    station has none."""
+    names = list(model.spec.tiers)
+    app = PoolSetting.find(model, tier).tier
+    at = names.index(app)
+    out: dict[str, float] = {}
+    for role, name in zip(ROLES, [app, names[at + 1] if at + 1 < len(names) else None]):
+        cpu = next((s for s in model.spec.tiers[name].stations.values() if isinstance(s, Cpu)), None) if name else None
+        if cpu is not None:
+            out[role] = float(cpu.cores) * float(cpu.speed)
+    return out
+
+
+def station(cores: float) -> dict[str, float]:
+    """A CPU station of `cores` (a budget, fractional perhaps) in the model's terms,
+    whose `cores` are whole: ⌈cores⌉ at speed cores / ⌈cores⌉. Its capacity is the
+    budget's when as many jobs run as it has cores; one job alone runs at that speed,
+    where live one thread under a 1.5-core budget may use a whole core (a quota caps
+    the group, not each thread)."""
+    whole = max(1, math.ceil(cores - 1e-9))
+    return {"cores": whole, "speed": cores / whole}
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    """Where groups are made: `parent`, a directory of the cgroup tree with the CPU
+    controller, of cgroup `version` 1 or 2."""
+
+    version: Literal[1, 2]
+    parent: Path
+
+    @classmethod
+    def find(cls, mounts: Path = Path("/proc/self/mounts"), own: Path = Path("/proc/self/cgroup")) -> Hierarchy:
+        """This process's CPU hierarchy: the v1 `cpu` controller's mount if there is one
+        (a hybrid machine binds the controller to v1), else the v2 tree; the parent is
+        the cgroup this process is in. Unavailable if neither has the controller."""
+        entries = [line.split() for line in mounts.read_text().splitlines()]
+        memberships = [line.split(":", 2) for line in own.read_text().splitlines() if line.count(":") >= 2]
+        v1 = next((e[1] for e in entries if len(e) > 3 and e[2] == "cgroup" and "cpu" in e[3].split(",")), None)
+        if v1 is not None:
+            path = next((p for _, ctrl, p in memberships if "cpu" in ctrl.split(",")), "/")
+            return cls(1, Path(v1) / path.lstrip("/"))
+        v2 = next((e[1] for e in entries if len(e) > 2 and e[2] == "cgroup2"), None)
+        if v2 is None:
+            raise Unavailable("no cgroup hierarchy with the cpu controller is mounted (see /proc/self/mounts)")
+        path = next((p for h, ctrl, p in memberships if h == "0" and ctrl == ""), "/")
+        parent = Path(v2) / path.lstrip("/")
+        controllers = parent / "cgroup.controllers"
+        if not controllers.exists() or "cpu" not in controllers.read_text().split():
+            raise Unavailable(f"the cgroup v2 tree at {parent} does not offer the cpu controller ({controllers})")
+        return cls(2, parent)
+
+    def limit(self, name: str, cores: float) -> Path:
+        """A group `name` under the parent, its quota `cores` cores per period (made, or
+        its quota reset if it exists)."""
+        quota = max(MIN_QUOTA_US, round(cores * PERIOD_US))
+        group = self.parent / name
+        try:
+            if self.version == 2:
+                _enable_cpu(self.parent)
+            group.mkdir(exist_ok=True)
+            if self.version == 1:
+                (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+                (group / "cpu.cfs_quota_us").write_text(f"{quota}\n")
+            else:
+                (group / "cpu.max").write_text(f"{quota} {PERIOD_US}\n")
+        except OSError as e:
+            raise Unavailable(f"cannot make the cgroup {group} and set its quota: {e}") from None
+        return group
+
+    def move(self, group: Path, pids: Iterable[int]) -> None:
+        """Every process `pids` into `group` (each with all its threads)."""
+        try:
+            for pid in pids:
+                (group / "cgroup.procs").write_text(f"{pid}\n")
+        except OSError as e:
+            raise Unavailable(f"cannot move process {pid} into {group}: {e}") from None
+
+
+def _enable_cpu(parent: Path) -> None:
+    """cgroup v2: the cpu controller delegated to the parent's children."""
+    control = parent / "cgroup.subtree_control"
+    if "cpu" not in control.read_text().split():
+        control.write_text("+cpu\n")
+
+
+def group_name(workdir: Path, role: str) -> str:
+    """One group per testbed and tier: two testbeds in different folders never share one."""
+    return f"tierlab-{hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:10]}-{role}"
+
+
+def release(group: str | Path) -> None:
+    """The group's processes (if any outlived `live down`) back to its parent, then the
+    group removed. Nothing to do if it is gone already."""
+    group = Path(group)
+    if not group.exists():
+        return
+    procs = group / "cgroup.procs"
+    for pid in procs.read_text().split():
+        try:
+            (group.parent / "cgroup.procs").write_text(f"{pid}\n")
+        except ProcessLookupError:  # it ended meanwhile
+            pass
+    group.rmdir()
+
+
+def quota_cores(group: str | Path) -> float:
+    """The cores a group's quota allows (v1 or v2), inf if unlimited."""
+    group = Path(group)
+    if (group / "cpu.max").exists():
+        quota, period = (group / "cpu.max").read_text().split()
+    else:
+        quota, period = (group / "cpu.cfs_quota_us").read_text().strip(), (group / "cpu.cfs_period_us").read_text().strip()
+    return math.inf if quota in ("max", "-1") else int(quota) / int(period)
+
+
+def tree(pid: int) -> list[int]:
+    """A process and all its descendants (a server's workers; PostgreSQL's postmaster and
+    its backends)."""
+    root = psutil.Process(pid)
+    return [root.pid, *(c.pid for c in root.children(recursive=True))]
+
+
+def apply(budgets: dict[str, float], processes: dict[str, list[int]], workdir: Path, hierarchy: Hierarchy | None = None) -> dict[str, str]:
+    """Each tier's processes in a group of its own with its budget; the groups' paths by
+    tier. Unavailable (and nothing left behind) if a group cannot be made or filled."""
+    made: dict[str, str] = {}
+    try:
+        hierarchy = hierarchy or Hierarchy.find()
+        for role, cores in budgets.items():
+            group = hierarchy.limit(group_name(workdir, role), cores)
+            made[role] = str(group)
+            hierarchy.move(group, processes[role])
+    except (Unavailable, OSError) as e:
+        for made_group in made.values():
+            release(made_group)
+        raise Unavailable(str(e)) from None
+    return made

@@ -1,0 +1,129 @@
+"""CPU budgets (issue 41 item 1) against fake cgroup trees in tmp folders, v1 and v2: the
+files written, the hierarchy found from /proc's files, the groups released, and a
+failure said, never swallowed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tierlab
+from tierlab.errors import InputError
+from tierlab.live import cpu_budget, lifecycle
+from tierlab.live.cpu_budget import Hierarchy, Unavailable
+
+from conftest import EXAMPLES
+
+
+def _kernel_rmdir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel removes a group's control files with it; a tmp folder keeps them."""
+    monkeypatch.setattr(Path, "rmdir", lambda self: shutil.rmtree(self))
+
+
+def _v1(tmp_path: Path, own: str = "/") -> Hierarchy:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        f"cgroup {tmp_path}/cpuacct cgroup rw,relatime,cpuacct 0 0\ncgroup {tmp_path}/cpu cgroup rw,relatime,cpu 0 0\ncgroup2 {tmp_path}/unified cgroup2 rw 0 0\n"
+    )
+    cgroup = tmp_path / "cgroup"
+    cgroup.write_text(f"2:cpuacct:/\n1:cpu:{own}\n0::/\n")
+    (tmp_path / "cpu" / own.lstrip("/")).mkdir(parents=True, exist_ok=True)
+    return Hierarchy.find(mounts, cgroup)
+
+
+def _v2(tmp_path: Path, controllers: str = "cpuset cpu io memory pids") -> Hierarchy:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"cgroup2 {tmp_path}/cg cgroup2 rw,nosuid 0 0\n")
+    cgroup = tmp_path / "cgroup"
+    cgroup.write_text("0::/user.slice\n")
+    parent = tmp_path / "cg" / "user.slice"
+    parent.mkdir(parents=True)
+    (parent / "cgroup.controllers").write_text(controllers + "\n")
+    (parent / "cgroup.subtree_control").write_text("memory\n")
+    return Hierarchy.find(mounts, cgroup)
+
+
+def test_parse_reads_cores_per_tier_and_names_what_is_wrong():
+    assert cpu_budget.parse("app=0.5, db=1.5") == {"app": 0.5, "db": 1.5}
+    for bad, said in [("web=1", "TIER=CORES"), ("app", "TIER=CORES"), ("app=x", "a number"), ("app=0", "positive"), ("app=1,app=2", "twice"), ("", "at least")]:
+        with pytest.raises(InputError, match=said):
+            cpu_budget.parse(bad)
+
+
+def test_v1_group_under_this_process_cgroup_with_its_quota(tmp_path):
+    h = _v1(tmp_path, "/engineers/me")
+    assert h.version == 1 and h.parent == tmp_path / "cpu" / "engineers" / "me"
+    group = h.limit("tierlab-x-app", 0.3)
+    assert (group / "cpu.cfs_period_us").read_text() == "100000\n"
+    assert (group / "cpu.cfs_quota_us").read_text() == "30000\n"
+    assert cpu_budget.quota_cores(group) == pytest.approx(0.3)
+    h.move(group, [4242])
+    assert (group / "cgroup.procs").read_text() == "4242\n"
+
+
+def test_v2_group_enables_the_controller_and_writes_cpu_max(tmp_path):
+    h = _v2(tmp_path)
+    assert h.version == 2 and h.parent == tmp_path / "cg" / "user.slice"
+    group = h.limit("tierlab-x-db", 0.5)
+    assert (h.parent / "cgroup.subtree_control").read_text() == "+cpu\n"
+    assert (group / "cpu.max").read_text() == "50000 100000\n"
+    assert cpu_budget.quota_cores(group) == pytest.approx(0.5)
+
+
+def test_no_cpu_controller_is_unavailable_with_the_reason(tmp_path):
+    with pytest.raises(Unavailable, match="does not offer the cpu controller"):
+        _v2(tmp_path, controllers="memory pids")
+    (tmp_path / "mounts").write_text("proc /proc proc rw 0 0\n")
+    with pytest.raises(Unavailable, match="no cgroup hierarchy"):
+        Hierarchy.find(tmp_path / "mounts", tmp_path / "cgroup")
+
+
+def test_release_moves_survivors_to_the_parent_and_removes_the_group(tmp_path, monkeypatch):
+    _kernel_rmdir(monkeypatch)
+    h = _v1(tmp_path)
+    group = h.limit("tierlab-x-app", 1.0)
+    (group / "cgroup.procs").write_text("77\n")
+    cpu_budget.release(group)
+    assert not group.exists()
+    assert (h.parent / "cgroup.procs").read_text() == "77\n"
+    cpu_budget.release(group)  # gone already: nothing to do
+
+
+def test_apply_makes_one_group_per_tier_and_undoes_all_on_a_failure(tmp_path, monkeypatch):
+    _kernel_rmdir(monkeypatch)
+    h = _v1(tmp_path)
+    groups = cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "live", h)
+    assert set(groups) == {"app", "db"}
+    assert cpu_budget.quota_cores(groups["db"]) == pytest.approx(0.25)
+    assert Path(groups["app"]).name == cpu_budget.group_name(tmp_path / "live", "app")
+    for g in groups.values():
+        cpu_budget.release(g)
+    # A process that cannot be moved (the kernel refuses it) leaves no group behind.
+    moved = Hierarchy.move
+
+    def refuse(self, group, pids):
+        if group.name.endswith("-db"):
+            (group / "cgroup.procs").write_text("")  # the kernel's file, empty
+            raise Unavailable(f"cannot move process {pids[0]} into {group}: Permission denied")
+        moved(self, group, pids)
+
+    monkeypatch.setattr(Hierarchy, "move", refuse)
+    with pytest.raises(Unavailable, match="cannot move process 20"):
+        cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "other", h)
+    assert not any(h.parent.glob(cpu_budget.group_name(tmp_path / "other", "*")))
+
+
+def test_a_model_states_its_tiers_budgets_and_a_budget_its_station():
+    model = tierlab.load_model(EXAMPLES / "tpcw_2tier.yaml").with_changes({"tiers.app.stations.cpu.speed": 0.25})
+    assert cpu_budget.from_model(model) == {"app": 0.5, "db": 2.0}
+    assert cpu_budget.station(0.5) == {"cores": 1, "speed": 0.5}
+    assert cpu_budget.station(1.5) == {"cores": 2, "speed": 0.75}
+    assert cpu_budget.station(2.0) == {"cores": 2, "speed": 1.0}
+
+
+def test_a_db_budget_on_sqlite_is_refused_before_anything_starts(tmp_path):
+    with pytest.raises(InputError, match="SQLite runs inside the bookstore's process"):
+        lifecycle.up(tmp_path / "live", db="sqlite", cpu={"app": 0.5, "db": 0.5})
+    assert not (tmp_path / "live").exists()
