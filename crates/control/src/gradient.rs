@@ -145,7 +145,7 @@ mod tests {
 
     /// 30 threads busy and 10 waiting over 5 s: 150 thread-seconds; 15,000 grants are
     /// holds of 10 ms, 1,500 of 100 ms.
-    fn interval(size: u32, acquired: u64) -> Observation {
+    fn interval(size: u32, acquired: f64) -> Observation {
         Observation::threads(size, 30.0, 10.0, acquired, 5.0)
     }
 
@@ -157,12 +157,12 @@ mod tests {
     fn a_latency_step_lowers_the_limit_as_gradient2_says() {
         let mut g = gradient(2, 64);
         // Steady 10 ms: gradient 1, the limit grows by smoothing × queue = 0.8.
-        let d = g.decide(&interval(40, 15_000));
+        let d = g.decide(&interval(40, 15_000.0));
         assert_eq!(g.limit(), Some(40.8));
         assert_eq!(threads(&d), 40);
         // 100 ms: long = 10 + 90 × 2/601 ms = 10.2995 ms, gradient 1.5 × 10.2995 / 100
         // = 0.154, held at 0.5: 40.8 × 0.8 + (40.8 × 0.5 + 4) × 0.2 = 37.52.
-        let d = g.decide(&interval(40, 1_500));
+        let d = g.decide(&interval(40, 1_500.0));
         let limit = g.limit().expect("a limit");
         assert!((limit - 37.52).abs() < 1e-9, "{limit}");
         assert_eq!(threads(&d), 37);
@@ -174,7 +174,7 @@ mod tests {
         );
         // Held at 100 ms the limit falls as limit' = 0.9 limit + 0.8 (gradient 0.5 while
         // the long average lags), towards 8.
-        let d = g.decide(&interval(37, 1_500));
+        let d = g.decide(&interval(37, 1_500.0));
         assert!((g.limit().expect("a limit") - (0.9 * 37.52 + 0.8)).abs() < 1e-9);
         assert_eq!(threads(&d), 34);
     }
@@ -184,7 +184,7 @@ mod tests {
         let mut g = gradient(10, 42);
         let mut seen = vec![];
         for k in 0..60 {
-            let acquired = if k < 20 { 15_000 } else { 1_500 };
+            let acquired = if k < 20 { 15_000.0 } else { 1_500.0 };
             seen.push(threads(&g.decide(&interval(40, acquired))));
         }
         assert_eq!(
@@ -199,17 +199,20 @@ mod tests {
             "at the floor after the latency rose"
         );
         // A size in force outside the bounds is brought inside at the first decision.
-        assert_eq!(threads(&gradient(2, 16).decide(&interval(40, 15_000))), 16);
+        assert_eq!(
+            threads(&gradient(2, 16).decide(&interval(40, 15_000.0))),
+            16
+        );
     }
 
     #[test]
     fn a_limit_not_half_used_is_left_alone() {
         let mut g = gradient(2, 64);
-        let idle = Observation::threads(40, 5.0, 0.0, 5_000, 5.0);
+        let idle = Observation::threads(40, 5.0, 0.0, 5_000.0, 5.0);
         let d = g.decide(&idle);
         assert_eq!((threads(&d), g.limit()), (40, Some(40.0)));
         assert!(d.reason.contains("load-limited"), "{}", d.reason);
-        let none = Observation::threads(40, 0.0, 0.0, 0, 5.0);
+        let none = Observation::threads(40, 0.0, 0.0, 0.0, 5.0);
         assert!(g.decide(&none).reason.contains("no latency sample"));
     }
 }

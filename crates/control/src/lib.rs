@@ -67,10 +67,10 @@ mod tests {
         .expect("a spec");
         let mut c = build(&spec);
         for (busy, queued, acquired) in [
-            (1.0, 0.0, 500),
-            (20.0, 9.0, 200),
-            (20.0, 50.0, 20),
-            (0.0, 0.0, 0),
+            (1.0, 0.0, 500.0),
+            (20.0, 9.0, 200.0),
+            (20.0, 50.0, 20.0),
+            (0.0, 0.0, 0.0),
         ] {
             let o = Observation::threads(20, busy, queued, acquired, 5.0);
             let d = c.decide(&o);

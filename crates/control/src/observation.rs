@@ -36,7 +36,8 @@ pub struct Latency {
     pub p99: f64,
 }
 
-/// A pool over the interval (summed over the tier's servers).
+/// A pool over the interval, per server of the tier (their mean: a controller sizes
+/// every server's pool alike).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PoolObs {
@@ -46,8 +47,8 @@ pub struct PoolObs {
     pub busy: f64,
     pub queued: f64,
     /// Tokens granted, and requests refused (timed out or no room to wait).
-    pub acquired: u64,
-    pub rejected: u64,
+    pub acquired: f64,
+    pub rejected: f64,
 }
 
 impl PoolObs {
@@ -55,7 +56,7 @@ impl PoolObs {
     /// latency of the limited resource from its acquisition to its release — what a
     /// concurrency limiter measures; None without a grant.
     pub fn hold(&self, interval: f64) -> Option<f64> {
-        (self.acquired > 0 && self.busy > 0.0).then(|| self.busy * interval / self.acquired as f64)
+        (self.acquired > 0.0 && self.busy > 0.0).then(|| self.busy * interval / self.acquired)
     }
 }
 
@@ -71,7 +72,7 @@ impl Observation {
     /// A tier whose only pool is a thread pool of `size`, `busy` held and `queued`
     /// waiting on average, `acquired` grants, over `interval` seconds.
     #[cfg(test)]
-    pub(crate) fn threads(size: u32, busy: f64, queued: f64, acquired: u64, interval: f64) -> Self {
+    pub(crate) fn threads(size: u32, busy: f64, queued: f64, acquired: f64, interval: f64) -> Self {
         Observation {
             interval,
             pools: BTreeMap::from([(
@@ -81,7 +82,7 @@ impl Observation {
                     busy,
                     queued,
                     acquired,
-                    rejected: 0,
+                    rejected: 0.0,
                 },
             )]),
             ..Default::default()

@@ -276,6 +276,7 @@ impl Collector {
             }),
             bytes_received: Some(self.bytes),
             reconnects: Some(reconnects),
+            control: None,
         };
         Output {
             summary,

@@ -6,6 +6,7 @@
 //! ([`trace::Output`]), the trace schema of `docs/trace.md`.
 
 mod cluster;
+mod control;
 mod engine;
 mod events;
 pub mod model;

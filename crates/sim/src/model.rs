@@ -19,6 +19,21 @@ pub struct Model {
     pub types: Vec<RequestType>,
     pub workload: Workload,
     pub run: Run,
+    /// An online controller re-sizing a tier's pools every interval (`crate::control`).
+    #[serde(default)]
+    pub control: Option<Control>,
+}
+
+/// The model's `control:`: the controller's spec (`control::Spec`'s fields) and the
+/// tier whose pools it re-sizes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Control {
+    pub tier: usize,
+    /// Seconds between two decisions: a whole number of monitoring windows.
+    pub interval: f64,
+    pub bounds: control::Bounds,
+    pub strategy: control::Strategy,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -404,6 +419,11 @@ impl Model {
                         return Some(p);
                     }
                 }
+            }
+        }
+        if let Some(c) = &self.control {
+            if let Some(p) = c.problem(self) {
+                return Some(p);
             }
         }
         self.workload_problem().or_else(|| {

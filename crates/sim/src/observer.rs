@@ -12,7 +12,7 @@ use trace::summary::{
 use trace::{Output, Records, RequestStats, SeriesMeta, Status, TierColumns, TimeSeries};
 
 use crate::cluster::Cluster;
-use crate::model::Model;
+use crate::model::{Control, Model};
 use crate::pool::Pool;
 use crate::session::Sessions;
 use crate::state::{Req, Server, ServerStats};
@@ -159,8 +159,21 @@ impl Observer {
         for l in v.links.iter_mut() {
             row.extend(station_window(&mut l.busy, now, len));
         }
+        if let Some(c) = &v.m.control {
+            row.extend(control_window(c, v.m, v.servers));
+        }
         self.series.window_start.push(start);
         self.window_start = now;
+    }
+
+    /// The series' columns, and the row of the window closed last.
+    pub(crate) fn columns(&self) -> &[SeriesMeta] {
+        &self.series.meta
+    }
+
+    pub(crate) fn last_row(&self) -> &[f64] {
+        let n = self.series.meta.len();
+        &self.series.values[self.series.values.len() - n..]
     }
 
     /// The trace: the last (partial) window closed, the summary built.
@@ -211,6 +224,7 @@ impl Observer {
             errors: None,
             bytes_received: None,
             reconnects: None,
+            control: None, // the engine's, from its controller
         };
         Output {
             summary,
@@ -270,6 +284,21 @@ fn pool_window(p: &mut Pool, now: f64, len: f64, measured: bool) -> [f64; POOL_M
     ]
 }
 
+/// An online controller's tier: the size in force during the window of each pool it
+/// re-sizes (alike on every server; read on the first).
+fn control_window<'a>(
+    c: &'a Control,
+    m: &'a Model,
+    servers: &'a [Server],
+) -> impl Iterator<Item = f64> + 'a {
+    let first = servers
+        .iter()
+        .find(|s| s.tier == c.tier)
+        .expect("a tier has a server");
+    c.bounded_pools(m)
+        .map(move |(_, p)| first.pools[p].size() as f64)
+}
+
 /// One measured request's row of the per-request records (out of the hot path's line:
 /// most runs keep none).
 fn write_record(rec: &mut Records, now: f64, r: &Req, s: &Sessions, status: Status) {
@@ -323,6 +352,12 @@ fn columns(m: &Model) -> Vec<SeriesMeta> {
     }
     for l in &m.links {
         add("network", 0, &l.name, &STATION_METRICS);
+    }
+    if let Some(c) = &m.control {
+        let tier = &m.tiers[c.tier].name;
+        for (kind, _) in c.bounded_pools(m) {
+            add(tier, 0, "control", &[kind.name()]);
+        }
     }
     out
 }

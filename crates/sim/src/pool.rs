@@ -75,6 +75,9 @@ pub struct Pool {
     pub waited: u64,
     pub timed_out: u64,
     pub pinned_windows: u64,
+    /// Tokens granted since the run began (warm-up included): what an online
+    /// controller's interval counts (`crate::control`).
+    pub granted: u64,
 }
 
 /// An event counter read per monitoring window and over the measured period.
@@ -125,7 +128,16 @@ impl Pool {
             waited: 0,
             timed_out: 0,
             pinned_windows: 0,
+            granted: 0,
         }
+    }
+
+    /// An online controller's new size. Shrunk below the tokens held, the pool lets its
+    /// holders finish and grants nothing until they are under the size; grown, it
+    /// lets in the waiters that now fit at the caller's next `grant`. Exclusive holds
+    /// take the size at their acquisition: a pool under control has none (checked).
+    pub fn resize(&mut self, size: u32) {
+        self.size = size;
     }
 
     pub fn size(&self) -> u32 {
@@ -161,6 +173,7 @@ impl Pool {
         if self.in_use + tokens <= self.size && self.queued == 0 {
             self.in_use += tokens;
             self.acquired += 1;
+            self.granted += 1;
             self.busy.set(now, self.held());
             true
         } else {
@@ -233,6 +246,7 @@ impl Pool {
             self.in_use += tokens;
             self.queued -= 1;
             self.acquired += 1;
+            self.granted += 1;
             self.queue.set(now, self.queued as f64);
             return Some(req);
         }

@@ -57,6 +57,31 @@ pub struct Summary {
     pub bytes_received: Option<u64>,
     /// Kept-alive connections the server had closed, retried on a new one.
     pub reconnects: Option<u64>,
+    /// The online controller's decisions (a model with `control:`; `tierlab control`'s
+    /// log). Absent, not null, without one: traces written before it stay valid and a
+    /// run without control is byte for byte what it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control: Option<ControlSummary>,
+}
+
+/// An online controller over a run: what it controlled and every decision it made.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ControlSummary {
+    pub strategy: String,
+    pub tier: String,
+    /// Seconds between two decisions.
+    pub interval: f64,
+    pub decisions: Vec<ControlDecision>,
+}
+
+/// One decision: when, the pool sizes in force after it (by pool kind), whether it
+/// changed any, and why.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ControlDecision {
+    pub t: f64,
+    pub sizes: BTreeMap<String, u32>,
+    pub changed: bool,
+    pub reason: String,
 }
 
 /// Request counts by outcome: the finished ones by status (`trace::STATUS_NAMES`), and

@@ -18,6 +18,7 @@ from .spec import (
     Call,
     Closed,
     Contention,
+    Control,
     Cpu,
     CpuStep,
     Delay,
@@ -182,8 +183,36 @@ def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, 
         },
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
+    if m.control is not None:
+        engine["control"] = _control(m, m.control, bad)
     bound = 1 / max(busy_per_session.values()) if busy_per_session else None
     return Compiled(engine, list(bad), _overload(m, busy_per_session) + _idle_sync(m), bound)
+
+
+def _control(m: Model, c: Control, bad: _Problems) -> dict | None:
+    """The engine's `control`: the tier by its index, each bounded kind's pool found
+    (one of the kind), the interval a whole number of windows."""
+    tiers = list(m.tiers)
+    tname = c.tier or next((t for t in tiers if any(p.kind == "threads" for p in m.tiers[t].pools.values())), None)
+    if tname not in m.tiers:
+        bad.add("control.tier", f"{tname!r} is not a tier (tiers: {_names(tiers)})" if tname else "no tier has a threads pool; name the tier")
+        return None
+    pools = m.tiers[tname].pools
+    for kind, (lo, hi) in c.bounds.items():
+        of_kind = [n for n, p in pools.items() if p.kind == kind]
+        if len(of_kind) != 1:
+            bad.add(
+                f"control.bounds.{kind}", f"tier {tname!r} has {len(of_kind)} {kind} pools ({_names(of_kind)}); a controller re-sizes exactly one of a kind"
+            )
+        if lo > hi:
+            bad.add(f"control.bounds.{kind}", f"[{lo}, {hi}]: the least size is above the greatest")
+    if c.strategy == "gradient" and "threads" not in c.bounds:
+        bad.add("control.bounds", "the gradient strategy re-sizes the thread pool; give bounds.threads, e.g. [2, 64]")
+    windows = c.interval / m.run.window
+    if round(windows) < 1 or abs(windows - round(windows)) > 1e-9 * windows:
+        bad.add("control.interval", f"{c.interval} s is not a whole number of monitoring windows (run.window {m.run.window} s)")
+    strategy = {"strategy": c.strategy} | (c.gradient.model_dump() if c.strategy == "gradient" else {})
+    return {"tier": tiers.index(tname), "interval": c.interval, "bounds": {k: list(v) for k, v in c.bounds.items()}, "strategy": strategy}
 
 
 def _burst(w, bad: _Problems) -> dict | None:

@@ -510,6 +510,31 @@ class Run(Strict):
     records: StrictBool = Field(True, description="keep one record per request (memory grows with the run)")
 
 
+# ---- online control ----------------------------------------------------------------
+
+
+class Gradient(Strict):
+    """Gradient2's parameters (Netflix concurrency-limits), its windows in intervals."""
+
+    smoothing: Annotated[float, Field(gt=0, le=1, description="share of the new estimate taken each interval"), NUMBER] = 0.2
+    queue: Annotated[NonNeg, Field(description="threads the limit may grow by per step while the latency holds")] = 4.0
+    tolerance: Annotated[float, Field(ge=1, le=1e6, description="latency rise tolerated before the limit shrinks (1.5: +50%)"), NUMBER] = 1.5
+    long_window: Annotated[int, Field(ge=1, le=1_000_000, description="intervals the long-term latency average spans"), NUMBER] = 120
+    warmup: Annotated[int, Field(ge=0, le=1_000_000, description="intervals averaged plainly before the long-term average starts"), NUMBER] = 10
+
+
+class Control(Strict):
+    """An online controller re-sizing one tier's pools every interval (docs/control.md)."""
+
+    strategy: Literal["static", "gradient"] = Field(description="static: nothing changes (the baseline); gradient: Gradient2 on the thread pool")
+    tier: Name | None = Field(None, description="the tier whose pools are re-sized (default: the first with a threads pool)")
+    interval: Annotated[PosSeconds, Field(description="seconds between decisions: a whole number of run.window")] = 5.0
+    bounds: dict[Literal["threads", "connections"], tuple[PosU32, PosU32]] = Field(
+        description="each re-sized pool's [least, greatest] size, by kind, e.g. {threads: [2, 64]}; pools without are left alone"
+    )
+    gradient: Gradient = Field(Gradient(), description="the gradient strategy's parameters")
+
+
 class Model(Strict):
     name: str = "model"
     description: str = ""
@@ -518,3 +543,4 @@ class Model(Strict):
     links: dict[Name, Link] = {}
     requests: dict[str, RequestType] = Field(min_length=1)
     workload: Workload
+    control: Control | None = Field(None, description="an online controller of a tier's pool sizes; none: the sizes stay")

@@ -153,6 +153,25 @@ class Errors(TypedDict):
 
 
 @with_config(_STRICT)
+class ControlDecision(TypedDict):
+    """One decision of an online controller: when, the pool sizes in force after it (by
+    pool kind), whether it changed any, and why."""
+
+    t: float
+    sizes: dict[str, int]
+    changed: bool
+    reason: str
+
+
+@with_config(_STRICT)
+class ControlSummary(TypedDict):
+    strategy: str
+    tier: str
+    interval: float
+    decisions: list[ControlDecision]
+
+
+@with_config(_STRICT)
 class Summary(TypedDict):
     model: str
     source: Literal["simulation", "live", "import"]
@@ -181,6 +200,8 @@ class Summary(TypedDict):
     errors: Errors | None
     bytes_received: int | None
     reconnects: int | None
+    # an online controller's decisions (docs/control.md): absent, not null, without one
+    control: NotRequired[ControlSummary]
 
 
 _SUMMARY = TypeAdapter(Summary)

@@ -15,6 +15,7 @@ mod cluster;
 mod session;
 
 use crate::cluster::Cluster;
+use crate::control::Control;
 use crate::events::{Ev, EventQueue};
 use crate::model::{Counted, Handoff, Model, PoolKind, Station as StationSpec};
 use crate::observer::{Observer, View};
@@ -53,6 +54,8 @@ pub struct Sim {
     next_ticket: u64,
     sessions: Sessions,
     obs: Observer,
+    /// The online controller (the model's `control:`), called as windows close.
+    control: Option<Control>,
     events_done: u64,
 }
 
@@ -113,6 +116,10 @@ impl Sim {
             m.run.seed,
         );
         let obs = Observer::new(&m);
+        let control = m
+            .control
+            .as_ref()
+            .map(|c| Control::new(c, &m, obs.columns(), tier_first_server[c.tier]));
         Sim {
             rng: Streams::new(m.run.seed),
             tier_accs: m.run.records,
@@ -134,6 +141,7 @@ impl Sim {
             next_ticket: 0,
             sessions,
             obs,
+            control,
             events_done: 0,
         }
     }
@@ -200,8 +208,11 @@ impl Sim {
         }
         tick(self.now / duration);
         let events = self.events_done;
+        let control = self.control.take();
         let (obs, v) = self.observed();
-        Ok(obs.finish(v, interrupted, events))
+        let mut out = obs.finish(v, interrupted, events);
+        out.summary.control = control.map(Control::summary);
+        Ok(out)
     }
 
     /// Events at one instant beyond which the clock has stopped: more than the start
@@ -240,6 +251,24 @@ impl Sim {
         let (obs, mut v) = self.observed();
         obs.close_window(&mut v);
         self.events.push(self.now + self.m.run.window, Ev::Window);
+        if self.control.is_some() {
+            self.control_window();
+        }
+    }
+
+    /// The controller sees the window just closed; at its interval's end, the pools it
+    /// re-sized change on every server of its tier, and the waiters a larger pool now
+    /// fits are let in (a smaller one lets its holders finish: `Pool::resize`).
+    fn control_window(&mut self) {
+        let c = self.control.as_mut().expect("called with a controller");
+        let changes = c.window(self.now, self.obs.last_row(), &self.servers);
+        let servers = c.servers();
+        for (p, size) in changes {
+            for s in servers.clone() {
+                self.servers[s].pools[p].resize(size);
+                self.let_in(s, p as u16);
+            }
+        }
     }
 
     fn handle(&mut self, ev: Ev) {
@@ -332,6 +361,9 @@ impl Sim {
         r.retrying = false;
         r.retransmissions = 0;
         self.obs.request_started(self.now, ty);
+        if let Some(c) = &mut self.control {
+            c.arrived(ty);
+        }
         let entry = self.m.workload.entry_tier;
         if self.dispatch(slot, entry) {
             self.advance(slot);
@@ -1009,6 +1041,9 @@ impl Sim {
         let r = &self.reqs[slot as usize];
         self.obs
             .request_finished(self.now, r, &self.sessions, status);
+        if let Some(c) = &mut self.control {
+            c.finished(status, self.now - r.start);
+        }
         let session = r.session;
         self.free_reqs.push(slot);
         self.request_done(session);

@@ -1,0 +1,104 @@
+"""The online controller in the simulator (the model's `control:`, docs/control.md):
+Gradient2 lowers the thread limit when the threads' hold time rises under a burst of
+load, within its bounds; a run is as deterministic with a controller as without; the
+static controller changes nothing; and the model's `control:` is checked field by field."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import pytest
+
+import tierlab
+from tierlab.errors import ModelError
+
+from conftest import single_request_sessions
+
+BOUNDS = [4, 64]
+
+
+def bursty(control: dict | None, seed: int = 5) -> dict:
+    """One CPU (10 ms a request) behind 40 threads; requests arrive at 32/s in calm phases
+    and 128/s in bursts (over the CPU's 100/s), phases a minute long on average (an MMPP
+    of dispersion 1729 with half the time in bursts)."""
+    app = {"pools": {"threads": {"kind": "threads", "size": 40}}, "stations": {"cpu": {"kind": "cpu", "cores": 1}}}
+    program = {"app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.01}}, {"release": "threads"}]}
+    m = single_request_sessions(80.0, {"app": app}, program, duration=900, warmup=0, window=1.0, seed=seed, records=True)
+    m["workload"]["burstiness"] = {"dispersion": 1729, "burst_share": 0.5, "ratio": 4}
+    if control is not None:
+        m["control"] = control
+    return m
+
+
+GRADIENT = {"strategy": "gradient", "interval": 5, "bounds": {"threads": BOUNDS}, "gradient": {"long_window": 60, "warmup": 4}}
+
+
+def decisions(trace: tierlab.Trace) -> pd.DataFrame:
+    return pd.DataFrame(trace.summary["control"]["decisions"]).assign(threads=lambda d: d.sizes.str["threads"])
+
+
+def test_gradient_lowers_the_thread_limit_when_the_hold_time_rises():
+    trace = tierlab.simulate(bursty(GRADIENT))
+    c = trace.summary["control"]
+    assert (c["strategy"], c["tier"], c["interval"]) == ("gradient", "app", 5.0)
+    d = decisions(trace)
+    assert len(d) == 900 // 5 and d.t.tolist() == [5.0 * (k + 1) for k in range(len(d))]
+    assert d.threads.between(*BOUNDS).all()
+    assert d.threads.min() < 40, "the limit came down in a burst"
+    # Every fall is Gradient2's: a gradient under 1, the hold time above 1.5 × its long-term average.
+    before = pd.concat([pd.Series([40]), d.threads[:-1]], ignore_index=True)
+    falls = d[d.threads.to_numpy() < before.to_numpy()]
+    assert len(falls) > 0
+    for reason in falls.reason:
+        m = re.match(r"gradient (\d\.\d+) = min\(1, 1\.5 × long ([\d.]+) ms / hold ([\d.]+) ms\)", reason)
+        assert m, reason
+        gradient, long, hold = map(float, m.groups())
+        assert gradient < 1 and hold > 1.5 * long, reason
+    # The control series: the size in force in each window, as decided at the interval before.
+    s = trace.timeseries
+    size = s[(s.resource == "control") & (s.metric == "threads")].set_index("t")["value"]
+    assert size.loc[0.0] == 40
+    for t, threads in zip(d.t, d.threads):
+        if t < 900:
+            assert size.loc[t] == threads
+    # Shrinking while busy loses no request: every one sent is counted once.
+    r = trace.summary["requests"]
+    assert r["rejected"] == r["timeout"] == r["error"] == 0
+    assert len(trace.requests) == r["ok"]
+
+
+def test_same_seed_same_decisions():
+    a, b = tierlab.simulate(bursty(GRADIENT)), tierlab.simulate(bursty(GRADIENT))
+    assert a.summary == b.summary
+    pd.testing.assert_frame_equal(a.timeseries, b.timeseries)
+
+
+def test_static_is_no_control_at_all():
+    static = {"strategy": "static", "interval": 5, "bounds": {"threads": BOUNDS}}
+    a, b = tierlab.simulate(bursty(static)), tierlab.simulate(bursty(None))
+    assert "control" not in b.summary, "a run without control has no control field"
+    d = decisions(a)
+    assert (d.threads == 40).all() and not d.changed.any() and (d.reason == "static: sizes held").all()
+    assert {k: v for k, v in a.summary.items() if k != "control"} == b.summary
+    ours = a.timeseries[a.timeseries.resource != "control"].reset_index(drop=True)
+    pd.testing.assert_frame_equal(ours, b.timeseries, check_categorical=False)
+    pd.testing.assert_frame_equal(a.requests, b.requests)
+
+
+@pytest.mark.parametrize(
+    ("control", "field", "says"),
+    [
+        ({"interval": 2.5}, "control.interval", "whole number of monitoring windows"),
+        ({"bounds": {"threads": [8, 4]}}, "control.bounds.threads", "least size is above the greatest"),
+        ({"bounds": {"connections": [1, 4]}}, "control.bounds.connections", "has 0 connections pools"),
+        ({"bounds": {}}, "control.bounds", "give bounds.threads"),
+        ({"tier": "db"}, "control.tier", "'db' is not a tier"),
+        ({"gradient": {"smoothing": 0}}, "control.gradient.smoothing", ""),
+        ({"strategy": "pid"}, "control.strategy", ""),
+    ],
+)
+def test_a_bad_control_section_names_its_field(control: dict, field: str, says: str):
+    with pytest.raises(ModelError) as e:
+        tierlab.load_model(bursty(GRADIENT | control)).engine()
+    assert field in str(e.value) and says in str(e.value), str(e.value)
