@@ -36,4 +36,5 @@ def test_the_bookstore_stays_within_its_budget_and_the_group_goes_with_down(tmp_
         throttled = dict(line.split() for line in (group / "cpu.stat").read_text().splitlines())
         assert int(throttled.get("nr_throttled", 0)) > 0  # the load wanted more than the budget
         assert trace.summary["requests"]["ok"] > 0
+        assert cpu_budget.recorded([trace]) == {"app": BUDGET}  # the twin's station is sized from it
     assert not group.exists()

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 import tierlab
@@ -127,3 +129,15 @@ def test_a_db_budget_on_sqlite_is_refused_before_anything_starts(tmp_path):
     with pytest.raises(InputError, match="SQLite runs inside the bookstore's process"):
         lifecycle.up(tmp_path / "live", db="sqlite", cpu={"app": 0.5, "db": 0.5})
     assert not (tmp_path / "live").exists()
+
+
+def test_a_trace_records_its_budgets_and_runs_under_different_ones_are_refused():
+    def trace(cpu: dict[str, float]) -> SimpleNamespace:
+        monitor = pd.DataFrame([(0.1, "app", 0, "cpu", "utilization", 0.2)], columns=["t", "tier", "server", "resource", "metric", "value"])
+        return SimpleNamespace(timeseries=pd.concat([monitor, cpu_budget.series(cpu, {"app": "web", "db": "pg"})], ignore_index=True))
+
+    both = trace({"app": 0.5, "db": 0.25})
+    assert cpu_budget.recorded([both, both]) == {"web": 0.5, "pg": 0.25}
+    assert cpu_budget.recorded([]) == {}
+    with pytest.raises(InputError, match="different CPU budgets"):
+        cpu_budget.recorded([both, trace({"app": 0.5})])

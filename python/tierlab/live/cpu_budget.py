@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import pandas as pd
 import psutil
 
 from ..errors import InputError
 from ..model import LoadedModel
 from ..model.pools import PoolSetting
 from ..model.spec import Cpu
+from ..trace import Trace
 
 ROLES = ("app", "db")  # the testbed's tiers: the bookstore's process(es), the database's
 PERIOD_US = 100_000  # the CFS period: the kernel's default, 100 ms
@@ -199,3 +201,27 @@ def apply(budgets: dict[str, float], processes: dict[str, list[int]], workdir: P
             release(made_group)
         raise Unavailable(str(e)) from None
     return made
+
+
+BUDGET_METRIC = "budget_cores"  # the timeseries' record of a tier's budget (resource cpu)
+
+
+def series(cpu: dict[str, float], tiers: dict[str, str]) -> pd.DataFrame:
+    """A live trace's record of the budgets in force: one timeseries row per tier (the
+    model's tier name for each role in `tiers`), at t = 0, resource `cpu`, metric
+    `budget_cores`, its cores."""
+    rows = [(0.0, tiers[role], 0, "cpu", BUDGET_METRIC, cores) for role, cores in cpu.items()]
+    return pd.DataFrame(rows, columns=["t", "tier", "server", "resource", "metric", "value"])
+
+
+def recorded(traces: Iterable[Trace]) -> dict[str, float]:
+    """The CPU budgets the traces' testbed ran under, by model tier (none: {}); an
+    InputError if the traces ran under different ones (a station has one size)."""
+    seen = []
+    for trace in traces:
+        ts = trace.timeseries
+        rows = ts[(ts.resource == "cpu") & (ts.metric == BUDGET_METRIC)]
+        seen.append({str(t): float(v) for t, v in zip(rows.tier, rows.value)})
+    if any(s != seen[0] for s in seen[1:]):
+        raise InputError(f"the traces ran under different CPU budgets ({', '.join(map(str, seen))}); calibrate from runs under one")
+    return seen[0] if seen else {}

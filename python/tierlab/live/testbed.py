@@ -22,10 +22,10 @@ from ..run.interrupt import RunInterrupted
 from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
-from . import statements
+from . import cpu_budget, statements
 from .admin import Admin, ProxyAdmin, ServerGone
 from .decisions import dispatch_over_run, read_decisions
-from .lifecycle import down, free_ports, status, up
+from .lifecycle import down, free_ports, postmaster_pidfile, status, up
 from .loadgen import generate_load
 from .mapping import Mapping
 from .monitor import Monitor, Role
@@ -65,7 +65,7 @@ class Testbed:
         index)) and the database's."""
         pids: dict[Role, int] = {(app, k): m["pid"] for k, m in enumerate(self.state.servers)} or {app: self.state.pid}
         if self.state.kind == "postgres":
-            pidfile = Path(self.state.workdir).parent / "postgres" / "data" / "postmaster.pid"
+            pidfile = postmaster_pidfile(Path(self.state.workdir))
             if pidfile.exists():
                 pids[db] = int(pidfile.read_text().split()[0])
         return pids
@@ -177,7 +177,8 @@ class Testbed:
             missing |= {f"{db}.statements": unread} if unread is not None else {}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
-        parts = [trace.timeseries, monitored, *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None)]
+        budgets = [cpu_budget.series(self.state.cpu, {"app": app, "db": db})] if self.state.cpu else []  # the tiers' sizes, for the twin
+        parts = [trace.timeseries, monitored, *budgets, *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None)]
         trace.timeseries = pd.concat(parts, ignore_index=True)
         for c in ("tier", "resource", "metric"):
             trace.timeseries[c] = trace.timeseries[c].astype("category")

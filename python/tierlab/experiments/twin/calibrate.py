@@ -21,6 +21,7 @@ import yaml
 
 from ...analysis.machine import machine
 from ...errors import InputError
+from ...live import cpu_budget
 from ...model import LoadedModel, dist, load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
@@ -140,7 +141,8 @@ def calibrate(traces: list[str | Path], model: LoadedModel, form: Form = "lognor
     read = [(str(t), read_trace(t)) for t in traces]
     m = measured(read, cores_of)
     setting = PoolSetting.find(base, m.tier)
-    cores = effective_cores(m)
+    budgets = cpu_budget.recorded(t for _, t in read)  # tiers held to a CPU budget live: that is their size
+    cores = effective_cores(m, budgets.get(m.tier))
     measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
     handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
     cal = _twin(base, read, m, setting, cores, form, handed, Growth())
@@ -306,9 +308,13 @@ def _twin(
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
     tiers[m.tier] = tier
     if m.db_tier:
-        db_cores = cores_of[db] or 1
-        tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", "cores": db_cores}}}
-        notes.append(f"{db}: {db_cores} core(s) as the model states; the statements' demands are measured, their contention is not (no overhead)")
+        db_budget = cpu_budget.recorded(t for _, t in read).get(db)
+        db_station = {"cores": cores_of[db] or 1} if db_budget is None else cpu_budget.station(db_budget)
+        tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", **db_station}}}
+        size = "as the model states" if db_budget is None else f"its live CPU budget ({db_budget:g} core(s), a cgroup's quota)"
+        notes.append(
+            f"{db}: {db_station['cores']} core(s) at speed {db_station.get('speed', 1.0):g}, {size}; the statements' demands are measured, their contention is not (no overhead)"
+        )
     else:
         notes.append(
             f"{db}: embedded in the application's process (SQLite, no process of its own): the statements' CPU is the process's, "
@@ -348,10 +354,12 @@ def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: flo
     return {t: max(0.0, float(x) - outside) for t, x in per.items()}
 
 
-def effective_cores(m: Measured) -> dict[str, float]:
+def effective_cores(m: Measured, budget: float | None = None) -> dict[str, float]:
     """The process's effective cores, from data: the 95th percentile of its CPU (cores
     busy) over the windows in which two or more requests were in service — where a
-    second core, if the process could use one, would show."""
+    second core, if the process could use one, would show. Under a CPU `budget` (the
+    testbed's cgroup, `live up --cpu`) the station's cores are the budget's whole cores
+    (`cpu_budget.station`), not the ceiling's, and its speed what the process got of them."""
     w = m.windows
     busy = w[w["concurrency"] >= BUSY]
     if len(busy) < 10:
@@ -360,7 +368,7 @@ def effective_cores(m: Measured) -> dict[str, float]:
             "(README, 'A run busy enough to calibrate': `tierlab live run examples/twin_calibration.yaml --out DIR`)"
         )
     ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
-    cores = max(1, round(ceiling))
+    cores = max(1, round(ceiling)) if budget is None else cpu_budget.station(budget)["cores"]
     got = float(busy["cpu"].mean())
     # Not capped at 1: on a quiet machine the bookstore's process got 1.11 cores with one
     # interpreter lock (SQLite's statements run outside it), and a twin held to one

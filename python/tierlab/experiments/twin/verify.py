@@ -16,6 +16,7 @@ import psutil
 
 from ...analysis.machine import machine
 from ...errors import InputError
+from ...live import cpu_budget
 from ...live.mapping import Mapping
 from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel
@@ -140,7 +141,8 @@ def live_speed(trace: Trace, tiers: dict[str, int | None]) -> float:
     it; NaN if the step never had two requests in service): where it differs from the
     calibrated speed, the machine, not the twin, changed."""
     try:
-        return effective_cores(measured([("step", trace)], tiers))["speed"]
+        m = measured([("step", trace)], tiers)
+        return effective_cores(m, cpu_budget.recorded([trace]).get(m.tier))["speed"]
     except InputError:
         return float("nan")
 
