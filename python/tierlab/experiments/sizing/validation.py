@@ -61,7 +61,9 @@ def _verdict(tier: str, trace: Trace) -> tuple[bool, str]:
 
 @dataclass
 class _Search:
-    """Bracket, then bisect, the boundary on the rate grid (rates in steps)."""
+    """Bracket, then bisect, the boundary on the rate grid (rates in steps of
+    step / `scale`); with a `tolerance`, a bracket one grid step wide but wider than
+    `tolerance` × the rate that passed is bisected further on a grid twice as fine."""
 
     M: int
     N: int
@@ -69,6 +71,8 @@ class _Search:
     passed: int | None = None  # highest rate known to pass
     failed: int | None = None  # lowest rate known to fail
     stride: int = 1
+    tolerance: float | None = None
+    scale: int = 1  # grid steps per `step`
 
     def record(self, ok: bool) -> None:
         if ok:
@@ -80,12 +84,22 @@ class _Search:
         else:  # still bracketing: double the stride away from the known side
             self.at = self.at + self.stride if ok else max(1, self.at - self.stride)
             self.stride *= 2
+        if self._bracketed and not self.done:  # a finer grid: its new midpoint next
+            assert self.passed is not None and self.failed is not None
+            self.passed, self.failed, self.scale = 2 * self.passed, 2 * self.failed, 2 * self.scale
+            self.at = self.passed + 1
 
     @property
-    def done(self) -> bool:
+    def _bracketed(self) -> bool:
         if self.passed is None:
             return self.failed == 1  # even the lowest rate of the grid fails
         return self.failed is not None and self.failed == self.passed + 1
+
+    @property
+    def done(self) -> bool:
+        if not self._bracketed or self.tolerance is None or self.passed is None:
+            return self._bracketed
+        return self.failed is not None and self.failed - self.passed <= self.tolerance * self.passed
 
 
 def _next_runs(served: list[bool], runs: int, success: float, decided: bool) -> int:
@@ -119,6 +133,7 @@ def max_sustainable_rate(
     max_rounds: int = 12,
     log: Callable[[str], None] | None = None,
     decided: bool = False,
+    tolerance: float | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Returns (result: M, N, lambda_max, bracketed; trials: M, N, lambda, passed_runs,
     runs, passed). `extra` holds further model changes applied to every run (e.g. a
@@ -127,11 +142,13 @@ def max_sustainable_rate(
     (`RunLog`), in place of the progress bar. `decided`: a rate's runs stop once its
     verdict cannot change (with 5 runs and 60%, after 3 passes or 3 failures; seeds in
     order, so the verdicts are the same, the trials' `runs` fewer) — for live runs,
-    each as long as the run."""
+    each as long as the run. `tolerance`: once bracketed on the grid, bisect further
+    until the bracket is at most `tolerance` × λ_max (0.01: the boundary within 1%;
+    each halving of the grid one more round, within `max_rounds`)."""
     loaded = model
     setting = PoolSetting.find(loaded, tier)
     guess = start if isinstance(start, dict) else {c: start for c in configs}
-    searches = [_Search(M, N, max(1, round(guess[(M, N)] / step))) for M, N in dict.fromkeys(configs)]
+    searches = [_Search(M, N, max(1, round(guess[(M, N)] / step)), tolerance=tolerance) for M, N in dict.fromkeys(configs)]
     trials = []
     rounds = 0
     lines = RunLog(log, setting, max_rounds * runs * len(searches), loaded.spec.run.duration) if log else None
@@ -141,7 +158,9 @@ def max_sustainable_rate(
         rounds += 1
         served: dict[int, list[bool]] = {i: [] for i in range(len(active))}
         while batch := [(i, len(served[i]) + k + 1) for i in served for k in range(_next_runs(served[i], runs, success, decided))]:
-            planned = [Run({**(extra or {}), **setting.changes(active[i].M, active[i].N), RATE: active[i].at * step}, seed) for i, seed in batch]
+            planned = [
+                Run({**(extra or {}), **setting.changes(active[i].M, active[i].N), RATE: active[i].at * step / active[i].scale}, seed) for i, seed in batch
+            ]
             outcome = sweep(
                 loaded,
                 planned,
@@ -159,18 +178,18 @@ def max_sustainable_rate(
         for i, s in enumerate(active):
             ok = sum(served[i])
             passed = ok >= success * runs
-            rate = s.at * step
+            rate = s.at * step / s.scale
             trials.append({"M": s.M, "N": s.N, "lambda": round(rate, 10), "passed_runs": ok, "runs": len(served[i]), "passed": passed})
             s.record(passed)
             if lines:
                 verdict = "sustained" if passed else "not sustained"
                 lines.log(
                     f"capacity search round {rounds}: M={s.M} N={s.N} at {rate:.3f} sessions/s: {ok} of {len(served[i])} runs served all, {verdict}; "
-                    + (f"λ_max = {(s.passed or 0) * step:.3f} sessions/s" if s.done else f"next {s.at * step:.3f} sessions/s")
+                    + (f"λ_max = {(s.passed or 0) * step / s.scale:.3f} sessions/s" if s.done else f"next {s.at * step / s.scale:.3f} sessions/s")
                 )
         if lines:
             lines.bound((max_rounds - rounds) * runs * sum(not s.done for s in searches))
-    result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step, 10), "bracketed": s.done} for s in searches])
+    result = pd.DataFrame([{"M": s.M, "N": s.N, "lambda_max": round((s.passed or 0) * step / s.scale, 10), "bracketed": s.done} for s in searches])
     if lines:
         open_ = sum(not s.done for s in searches)
         lines.end(f"capacity search done ({open_} of {len(searches)} not bracketed within {max_rounds} rounds)" if open_ else "capacity search done")
