@@ -45,10 +45,11 @@ def sizes(quick: bool) -> dict:
     return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5}
 
 
-def own_testbed(name: str, db: str) -> AbstractContextManager[Testbed]:
+def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None) -> AbstractContextManager[Testbed]:
     """A testbed of the study's own: folder .tierlab/<name> in the repository, free
-    ports, stopped however the study ends (`Testbed.started`)."""
-    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db)
+    ports, stopped however the study ends (`Testbed.started`); `cpu`: its tiers' CPU
+    budgets (`live up --cpu`)."""
+    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db, cpu=cpu)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
