@@ -10,8 +10,8 @@ then the pool-sizing method's prediction checked against a measurement.
    found by bisection on a grid of 1% of the method's λ: the 5% it scores is five steps.
 
     TIERLAB_BOOKSTORE_CPU=paper tierlab live up --db postgres   # the paper's CPU snippets (§5.1)
-    python studies/live_sizing.py --quick   # 2 M × 2 N, 10 s runs, M0 ± 1 (~15 min)
-    python studies/live_sizing.py           # 3 M × 2 N, 20 s runs, M0 ± 2 (~1 h on 2 cores)
+    python studies/live_sizing.py --quick   # 2 M × 2 N, 30 s runs, M0 ± 1 (~40 min)
+    python studies/live_sizing.py           # 3 M × 2 N, 30 s runs, M0 ± 2 (~1.5 h on 2 cores)
     tierlab live down
     python studies/live_sizing.py --rescore # the claims again from the committed result.json
 
@@ -63,12 +63,14 @@ def main() -> None:
     ap.add_argument("--workdir", default=".tierlab/live", help="the running testbed (tierlab live up)")
     ap.add_argument("--threads", help="M values to profile (default 4,8,16; quick 4,8)")
     ap.add_argument("--connections", default="2,4", help="N values to profile")
-    ap.add_argument("--duration", type=float, help="measured seconds per run (after the warm-up; default 20, quick 10)")
+    ap.add_argument("--duration", type=float, help="measured seconds per run (after the warm-up; default and quick 30: several sessions long)")
     ap.add_argument("--warmup", type=float, default=6.0)
     ap.add_argument("--timeout", type=float, default=1.0, help="seconds a request may wait for a thread or a connection")
     # With the paper's snippets a request of the mix costs 36 ms of CPU, and the
     # interpreter's lock lets the server use about one core: ~28 requests/s, 1.9 sessions/s.
-    ap.add_argument("--bound", type=float, default=4.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
+    # The load structure is measured at half the bound: below that capacity, so that its
+    # sessions (14.67 pages, 0.5 s think times: 7 s and more) end within a run.
+    ap.add_argument("--bound", type=float, default=3.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
     ap.add_argument("--runs", type=int, default=2, help="runs per rate in the capacity search")
     ap.add_argument("--caching-rate", type=float, default=1.2, help="sessions/s for the caching comparison (below capacity)")
     ap.add_argument("--reuse", action="store_true", help="keep caching.csv and profile/ from an earlier run; validate only")
@@ -79,7 +81,7 @@ def main() -> None:
         _claims(json.loads((out / "result.json").read_text())).write(out)
         return
     threads = a.threads or ("4,8" if a.quick else "4,8,16")
-    duration = a.duration or (10.0 if a.quick else 20.0)
+    duration = a.duration or 30.0
     neighbours = 1 if a.quick else 2
     bed = Testbed(a.workdir)
     runner = LiveRunner(bed, load_mapping(MAPPING))
