@@ -4,7 +4,9 @@ and the test tiers, marked by folder:
 - `tests/unit/`: in-process only — no subprocess, no socket, no server, no study (held
   to it: a unit test that starts a process or opens a socket fails, naming the tier
   to move it to); `make test-fast` runs this tier;
-- `tests/cli/`: the commands run as a user runs them, in a subprocess, simulator only;
+- `tests/cli/`: what runs in processes of its own, simulator only: the commands as a
+  user runs them, sweeps in worker processes and on a local Dask cluster, the fuzz
+  campaign's worker;
 - `tests/live/`: the testbed, PostgreSQL, Redis, the proxy, the JVM server, a browser;
 - `tests/studies/`: quick studies re-run and the committed ledgers checked."""
 

@@ -7,7 +7,7 @@ Every outcome must be a clean error (ModelError, InputError) or a run that finis
     python tests/fuzz_models.py --n 10000 [--seed S] [--keep DIR]
 
 prints the count of each outcome: clean error, finite run, long run (stopped at the
-wall-time budget while progressing: allowed), traceback, signal, hang. tests/test_fuzz_models.py
+wall-time budget while progressing: allowed), traceback, signal, hang. tests/cli/test_fuzz_models.py
 runs a few hundred in CI."""
 
 from __future__ import annotations
