@@ -18,6 +18,7 @@ import org.apache.catalina.Context;
 import org.apache.catalina.connector.Connector;
 import org.apache.catalina.startup.Tomcat;
 import org.apache.coyote.http11.AbstractHttp11Protocol;
+import org.apache.coyote.http11.Http11NioProtocol;
 import org.apache.tomcat.util.descriptor.web.FilterDef;
 import org.apache.tomcat.util.descriptor.web.FilterMap;
 
@@ -144,13 +145,12 @@ public final class Main {
         base.toFile().deleteOnExit();
         Tomcat tomcat = new Tomcat();
         tomcat.setBaseDir(base.toString());
-        Connector connector = new Connector("org.apache.coyote.http11.Http11NioProtocol");
+        Connector connector = new Connector(new Http11NioProtocol(new Endpoint(workers)));
         connector.setPort(Integer.parseInt(a.get("--port")));
         connector.setProperty("address", a.get("--host"));
         connector.setMaxPostSize(MAX_BODY);
         connector.setURIEncoding(StandardCharsets.UTF_8.name());
         AbstractHttp11Protocol<?> http = (AbstractHttp11Protocol<?>) connector.getProtocolHandler();
-        http.setExecutor(workers);
         http.setMaxHttpHeaderSize(MAX_HEAD);
         http.setMaxConnections(Integer.parseInt(a.get("--connection-limit")));
         http.setAcceptCount(BACKLOG);

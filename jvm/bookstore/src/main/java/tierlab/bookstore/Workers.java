@@ -5,6 +5,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntConsumer;
 
 /**
  * Tomcat's worker threads: M of them (core = max = M), the connector's executor. The
@@ -22,6 +23,7 @@ final class Workers extends ThreadPoolExecutor {
 
     final PoolStats stats;
     private final AtomicInteger running = new AtomicInteger();
+    private volatile IntConsumer resized = size -> {};
 
     Workers(int threads, double timeout) {
         super(threads, threads, 60, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new Named());
@@ -69,6 +71,11 @@ final class Workers extends ThreadPoolExecutor {
         return d;
     }
 
+    /** Also tell `listener` each new size (Tomcat's endpoint, which reports it). */
+    void onResize(IntConsumer listener) {
+        resized = listener;
+    }
+
     synchronized void resize(int threads) {
         if (threads >= getMaximumPoolSize()) {
             setMaximumPoolSize(threads);
@@ -78,6 +85,7 @@ final class Workers extends ThreadPoolExecutor {
             setCorePoolSize(threads);
             setMaximumPoolSize(threads);
         }
+        resized.accept(threads);
         stats.resized(Windows.now());
     }
 }
