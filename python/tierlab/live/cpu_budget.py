@@ -14,8 +14,10 @@ permission), `Unavailable` says why: the caller says so and runs without."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,19 +156,25 @@ def group_name(workdir: Path, role: str) -> str:
     return f"tierlab-{hashlib.sha1(str(workdir.resolve()).encode()).hexdigest()[:10]}-{role}"
 
 
-def release(group: str | Path) -> None:
+def release(group: str | Path, within: float = 5.0) -> None:
     """The group's processes (if any outlived `live down`) back to its parent, then the
-    group removed. Nothing to do if it is gone already."""
+    group removed. Nothing to do if it is gone already. A process just stopped may
+    still be leaving the group (rmdir: EBUSY, seen after `live down` from the CLI,
+    whose servers init reaps): retried for `within` seconds."""
     group = Path(group)
-    if not group.exists():
-        return
-    procs = group / "cgroup.procs"
-    for pid in procs.read_text().split():
+    deadline = time.monotonic() + within
+    while group.exists():
+        for pid in (group / "cgroup.procs").read_text().split():
+            try:
+                (group.parent / "cgroup.procs").write_text(f"{pid}\n")
+            except ProcessLookupError:  # it ended meanwhile
+                pass
         try:
-            (group.parent / "cgroup.procs").write_text(f"{pid}\n")
-        except ProcessLookupError:  # it ended meanwhile
-            pass
-    group.rmdir()
+            group.rmdir()
+        except OSError as e:
+            if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def quota_cores(group: str | Path) -> float:
