@@ -43,6 +43,10 @@ def up_cluster(
     engine = loaded.engine()
     dispatch = next(t["dispatch"] for t in engine["tiers"] if t["name"] == setting.tier)
     k, p = spec.servers, dispatch["dispatchers"]
+    if server == "java" and spec.session_state is not None:  # before anything starts
+        raise InputError(
+            "the JVM bookstore keeps session state in its own memory only; a cluster with `session_state` needs the Python server (`--server python`)"
+        )
     workdir = prepare(workdir, [(port, "--port")] if port else [])
     url = database(workdir, db, num_items, num_ebs, log)
     sessions = service_script(REDIS_SCRIPT, "start", workdir / "redis", "Redis") if spec.session_state is not None else None

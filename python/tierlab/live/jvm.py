@@ -101,46 +101,12 @@ def build(otel: bool = False, log: Callable[[str], object] = print) -> Project:
     return found
 
 
-def server_command(
-    workdir: Path,
-    url: str,
-    port: int,
-    admin_port: int,
-    threads: int,
-    connections: int,
-    caching: str,
-    *extra: str,
-    otel: Path | None = None,
-    log: Callable[[str], object] = print,
-) -> list[str]:
-    """The command that starts the JVM bookstore, built first if needed: the arguments
-    of `testbed.server_command` (the same options reach the same admin endpoint), and
-    `otel`, a file for the agent's OTLP/JSON lines. A cluster's `--server I --servers K`
-    pass through; `--sessions` (session state in Redis) is refused: this server keeps
-    sessions in its own memory only."""
-    if "--sessions" in extra:
-        raise InputError(
-            "the JVM bookstore keeps session state in its own memory only; a cluster with `session_state` needs the Python server (`--server python`)"
-        )
+def server_command(options: list[str], *, otel: Path | None = None, log: Callable[[str], object] = print) -> list[str]:
+    """The command that starts the JVM bookstore, built first if needed, with the Python
+    server's `options` (`lifecycle.server_command` makes them: the same options reach
+    the same admin endpoint), and `otel`, a file for the agent's OTLP/JSON lines."""
     built = build(otel=otel is not None, log=log)
     jar = built.jar
-    options = [
-        "--db",
-        url,
-        "--port",
-        str(port),
-        "--admin-port",
-        str(admin_port),
-        "--token-file",
-        str(Path(workdir) / "token"),
-        "--threads",
-        str(threads),
-        "--connections",
-        str(connections),
-        "--caching",
-        caching,
-        *extra,
-    ]
     if otel is None:
         return ["java", "-jar", str(jar), *options]
     agent = [

@@ -225,14 +225,7 @@ def server_command(
     """The command that starts one bookstore server: the same options, the same admin
     endpoint, on either runtime (`extra`: a cluster member's `--server I --servers K`,
     `--sessions URL`)."""
-    if server == "java":
-        return jvm.server_command(workdir, url, port, admin_port, threads, connections, caching, *extra, otel=Path(otel) if otel else None, log=log)
-    if server != "python":
-        raise InputError(f"--server must be python or java, got {server!r}")
-    return [
-        sys.executable,
-        "-m",
-        "tierlab.live.server.serve",
+    options = [
         "--db",
         url,
         "--port",
@@ -248,8 +241,12 @@ def server_command(
         "--caching",
         caching,
         *extra,
-        *(["--otel", str(Path(otel).resolve())] if otel else []),
     ]
+    if server == "java":
+        return jvm.server_command(options, otel=Path(otel) if otel else None, log=log)
+    if server != "python":
+        raise InputError(f"--server must be python or java, got {server!r}")
+    return [sys.executable, "-m", "tierlab.live.server.serve", *options, *(["--otel", str(Path(otel).resolve())] if otel else [])]
 
 
 def spawn(cmd: list[str], logfile: Path) -> int:
