@@ -133,6 +133,8 @@ def up(
     workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
     url = database(workdir, db, num_items, num_ebs, log)
     logfile = workdir / "server.log"
+    if otel:  # the server writes it from its start, on either runtime
+        Path(otel).parent.mkdir(parents=True, exist_ok=True)
     cmd = server_command(server, workdir, url, port, admin_port, threads, connections, caching, otel=otel, log=log)
     state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server)
     save(state)  # first, so that `down` finds the server whatever happens next
