@@ -5,6 +5,7 @@ moves; and with every server past T, ReDAL-W holds requests where ReDAL sends th
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from conftest import run
@@ -40,7 +41,7 @@ def _three_sessions(threshold: float | None, policy: str = "redal") -> dict:
     }
 
 
-def _app(trace) -> tuple[dict, object]:
+def _app(trace) -> tuple[dict, pd.DataFrame]:
     return trace.summary["tiers"]["app"]["dispatch"], trace.requests
 
 
