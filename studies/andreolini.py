@@ -6,9 +6,10 @@ bottleneck of a two-node e-commerce site.
    clients); the knee of the 90th-percentile response-time curve is the capacity. Each
    ramp finds its own range (tierlab.experiments.ramp.bracket: doubling from 5 clients until the
    p90 has grown tenfold), so every knee sits inside an evenly spaced ramp.
-2. White-box (their Figs. 5–7, Table 2): a run near each knee (1.1 × the knee, as the
-   paper's 60/300/360 clients sit just past its 30/270/330) for every memory × network
-   scenario; the level of every resource, and the bottleneck by tierlab.analysis.bottleneck.
+2. White-box (their Figs. 5–7, Table 2): a run near each knee for every memory × network
+   scenario: on disk at the paper's 60 clients (§VI-B: "For the on-disk scenario we
+   consider a population of 60 clients", 2× its knee of 30), the others at 1.1 × our
+   knee (the paper's 300/360 clients sit just past its 270/330); the level of every resource, and the bottleneck by tierlab.analysis.bottleneck.
 3. Steps 1–2 again with MyISAM table locks added to the model (every query shares one
    lock, a write after 3% of them takes it alone): a mechanism the example leaves out,
    tried as the paper's explanation of sockets pinned below saturation (Fig. 6).
@@ -30,7 +31,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import yaml  # noqa: E402
 
-from tierlab import simulate  # noqa: E402
+from tierlab import load_model, simulate  # noqa: E402
 from tierlab.analysis.bottleneck import bottleneck, resources  # noqa: E402
 from tierlab.experiments.ramp import ramp  # noqa: E402
 from tierlab.experiments.study.claims import Criterion, Ledger, above, below, close, close_abs, equal, increasing, within_decades  # noqa: E402
@@ -49,6 +50,18 @@ PAPER_BOTTLENECK = {
     ("partially_in_memory", "badly_connected"): "sockets",
     ("all_in_memory", "badly_connected"): "sockets",
 }
+WAN_TOO_HIGH = (
+    "a page holds its socket for less time than on the paper's WAN: the link model (8 Mbit/s, 200 ms, 1% loss, slow start per transfer) "
+    "lacks the rest of TCP under loss (recovery rounds, a congestion window shrinking across a keep-alive connection's transfers)"
+)
+OVERLOAD_RULE = (
+    "the ramp takes its first step as saturation: tierlab's ramp counts a run overloaded when more than 1% of the requests sent are "
+    "unfinished at its end (trace.outcome.backlogged), and ~7 s badly-connected pages still in flight at the end of the measured window are more than 1% of "
+    "them at the first steps, with no backlog growing (the throughput keeps rising with the clients: ramps.csv): the rule misreads a long "
+    "response time as a backlog, not the model (knees.csv, knee_rule)"
+)
+# The white-box population where the paper gives one apart from its knee (§VI-B); else 1.1 × ours.
+WHITE_BOX_CLIENTS = {"mostly_on_disk": 60}
 PAPER_KNEE_BADLY = 180  # §VII: "from 180 to 270 clients" and "from 180 to 330 clients", both memory cases
 SOCKETS = 105
 # Criteria, fixed before the run. A knee read off the paper's plots, ours a ramp step wide: ±15%.
@@ -111,13 +124,23 @@ def _black_box(make, seeds, points: int, scheduler) -> tuple[pd.DataFrame, pd.Da
     """A ramp per scenario of `make(memory, network)`: the ramps and their knees."""
     ramps, knees = [], []
     for memory, network in PAPER_BOTTLENECK:
-        table, knee = ramp(make(memory, network), seeds=seeds, scheduler=scheduler, progress=f"ramp {memory}/{network}", start=5, points=points)
+        table, knee = ramp(
+            load_model(make(memory, network), base_dir=MODEL.parent),
+            seeds=seeds,
+            scheduler=scheduler,
+            progress=f"ramp {memory}/{network}",
+            start=5,
+            points=points,
+        )
         ramps.append(table.assign(memory=memory, network=network))
         knees.append(
             {
                 "memory": memory,
                 "network": network,
-                "knee": knee.load,
+                # Kneedle finds no knee where the p90 turns up only at the saturating
+                # step (a curve flat up to it): there the capacity is that step.
+                "knee": knee.load if knee.load is not None else knee.saturation,
+                "knee_rule": "kneedle" if knee.load is not None else f"saturation ({knee.method})",
                 "p90_at_knee": knee.value,
                 "throughput_at_knee": float(table.set_index("load").throughput.get(knee.load, float("nan"))),
                 "paper_knee": PAPER_KNEE[memory] if network == "well_connected" else None,
@@ -127,14 +150,14 @@ def _black_box(make, seeds, points: int, scheduler) -> tuple[pd.DataFrame, pd.Da
 
 
 def _white_box(make, knees: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """A run of each scenario at 1.1 × its knee: the bottleneck, every resource's level,
-    and the well-connected traces (for the plot)."""
+    """A run of each scenario near its knee (WHITE_BOX_CLIENTS, else 1.1 × the knee): the
+    bottleneck, every resource's level, and the well-connected traces (for the plot)."""
     rows, levels, series = [], [], {}
     for k in knees.itertuples():
-        clients = round(1.1 * k.knee)
+        clients = WHITE_BOX_CLIENTS.get(k.memory) or round(1.1 * k.knee)
         model = make(k.memory, k.network)
         model["workload"]["population"]["clients"] = clients
-        trace = simulate(model)
+        trace = simulate(load_model(model, base_dir=MODEL.parent))
         b = bottleneck(trace)
         levels.append(resources(trace).assign(memory=k.memory, network=k.network, clients=clients))
         ours = f"{b.tier}.{b.resource}"
@@ -222,6 +245,13 @@ def _claims(
     ledger = Ledger()
     knee = {(k.memory, k.network): float(k.knee) for k in knees.itertuples()}
     well = {m: knee[(m, "well_connected")] for m in MEMORY}
+    # A badly-connected knee the ramp's saturation rule placed (no Kneedle knee) scores
+    # nothing: the rule's reading, not the model's capacity (OVERLOAD_RULE).
+    rule = {(k.memory, k.network): k.knee_rule for k in knees.itertuples()}
+    found = Criterion(
+        "the badly-connected knees are Kneedle's (not placed by the ramp's saturation rule: knees.csv, knee_rule)",
+        lambda ours, paper: all(rule[(m, "badly_connected")] == "kneedle" for m in ("partially_in_memory", "all_in_memory")),
+    )
     for m in MEMORY:
         ledger.input(f"Knee (capacity), {m.replace('_', ' ')}, well-connected clients (§VI-A, Fig. 3)", PAPER_KNEE[m], well[m], KNEE, CALIBRATED[m])
     ledger.input(
@@ -244,8 +274,9 @@ def _claims(
             PAPER_KNEE_BADLY,
             knee[(m, "badly_connected")],
             KNEE,
-            "a page holds its socket for less time than on the paper's WAN: the link model (8 Mbit/s, 200 ms, 1% loss, slow start per transfer) "
-            "lacks the rest of TCP under loss (recovery rounds, a congestion window shrinking across a keep-alive connection's transfers)",
+            WAN_TOO_HIGH,
+            assumes=None if rule[(m, "badly_connected")] == "kneedle" else OVERLOAD_RULE,
+            testable=found,
         )
     gains = {m: well[m] / knee[(m, "badly_connected")] - 1 for m in ("partially_in_memory", "all_in_memory")}
     ledger.check(
@@ -254,18 +285,21 @@ def _claims(
         gains,
         Criterion("each gain within ±15 points of the paper's", lambda ours, paper: all(abs(ours[m] - paper[m]) <= 0.15 for m in paper)),
         "the badly-connected knees sit too high (see above)",
+        testable=found,
     )
     ledger.check(
         "The network gain is larger when all the database is in memory (§VII: 'the improvement of the all in-memory scenario is the most sensible')",
         [0.5, 0.83],
         list(gains.values()),
         increasing(),
+        testable=found,
     )
     ledger.check(
         "The two badly-connected curves are close: the same knee for both memory cases (§VII, Fig. 8: 180 and 180)",
         1.0,
         knee[("all_in_memory", "badly_connected")] / knee[("partially_in_memory", "badly_connected")],
         close_abs(0.1),
+        testable=found,
     )
     p90 = ramps.groupby(["memory", "network"]).apply(lambda g: float(g.sort_values("load").p90.iloc[0]), include_groups=False)
     low = int(ramps.load.min())
@@ -295,6 +329,7 @@ def _claims(
             "the study's table-lock variant (step 3) is scored below"
             if r.paper == "sockets" and r.network == "well_connected"
             else None,
+            testable=found if r.network == "badly_connected" else None,
         )
     level = levels.set_index(["memory", "network", "tier", "resource"])
     at = lambda m, n, tier, res, col="level": float(level.loc[(m, n, tier, res), col])  # noqa: E731
@@ -305,13 +340,17 @@ def _claims(
         150 / 160,
         at("mostly_on_disk", well_c, "db", "disk"),
         LEVEL,
+        f"at {WHITE_BOX_CLIENTS['mostly_on_disk']} clients ({WHITE_BOX_CLIENTS['mostly_on_disk'] / well['mostly_on_disk']:.1f}× our knee, the paper's "
+        f"{WHITE_BOX_CLIENTS['mostly_on_disk'] / PAPER_KNEE['mostly_on_disk']:.0f}× its own) our disk is busy {at('mostly_on_disk', well_c, 'db', 'disk'):.0%} "
+        "of the time where the paper's did ~150 of its 160 operations/s; not diagnosed further",
     )
     ledger.check(
         "On disk, near the knee: 20 to 60 open sockets of 105 (§VI-B, Fig. 5a): mean in [20, 60]",
         [20, 60],
         SOCKETS * at("mostly_on_disk", well_c, "front", "db_sockets"),
         Criterion("the mean open sockets within the paper's range", lambda ours, paper: paper[0] <= ours <= paper[1]),
-        "the paper ran 60 clients (2× its knee) where the study runs 1.1× ours; and no lock holds a socket while a query waits for another's table",
+        "no lock holds a socket while a query waits for another's table: at 60 clients the disk's queue holds the pages, "
+        "each holding a socket only while its own queries wait",
     )
     ledger.check(
         "Partially in memory, near the knee: the sockets 'always equal to the maximum' 105 (§VI-B, Fig. 6a): share of windows pinned",
@@ -336,16 +375,33 @@ def _claims(
         SOCKETS,
         SOCKETS * at("all_in_memory", badly_c, "front", "db_sockets"),
         close(0.1),
+        testable=found,
     )
     ledger.check(
         "All in memory: five times more sockets open with badly than with well-connected clients (§VII, Fig. 9: 105 vs 20)",
         105 / 20,
         at("all_in_memory", badly_c, "front", "db_sockets") / at("all_in_memory", well_c, "front", "db_sockets"),
         close(0.3),
-        "too many sockets open with well-connected clients (see above)",
+        _sockets_ratio_miss(SOCKETS * at("all_in_memory", well_c, "front", "db_sockets"), SOCKETS * at("all_in_memory", badly_c, "front", "db_sockets")),
+        testable=found,
     )
     _table_lock_claims(ledger, locked, locked_levels)
     return ledger
+
+
+def _sockets_ratio_miss(well: float, badly: float) -> str:
+    """Which count moves the badly / well ratio of open sockets off the paper's 105 / 20:
+    the one further from the paper's, relatively."""
+    if abs(well / 20 - 1) >= abs(badly / 105 - 1):
+        side = "too few" if well < 20 else "too many"
+        return (
+            f"{side} sockets open with well-connected clients ({well:.1f} against the paper's 20; {badly:.1f} badly connected), so the ratio "
+            f"is {badly / well:.2f} against 105 / 20 = 5.25; by Little's law (open sockets = pages/s × the time a page holds one), both runs "
+            f"near the knee (so at similar page rates), our pages hold a socket {abs(1 - well / 20):.0%} {'less' if well < 20 else 'more'} "
+            "time than the paper's (not diagnosed further)"
+        )
+    side = "too few" if badly < 105 else "too many"
+    return f"{side} sockets open with badly connected clients ({badly:.1f} against the paper's 105; {well:.1f} well connected): see the claim above"
 
 
 def _table_lock_claims(ledger: Ledger, locked: pd.DataFrame, levels: pd.DataFrame) -> None:
