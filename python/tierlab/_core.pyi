@@ -4,7 +4,7 @@ a thin API. Each run returns the same dict: the typed summary as JSON text
 exception that stopped the run early (None if it ran to the end)."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict, type_check_only
+from typing import Any, TypedDict, final, type_check_only
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,7 @@ __all__ = [
     "model_schema",
     "latency_bounds",
     "serve_proxy",
+    "Controller",
     "__version__",
     "PHASES",
     "SCHEMA_VERSION",
@@ -59,3 +60,10 @@ def latency_bounds() -> list[float]: ...
 def summary_schema() -> str: ...
 def model_schema() -> str: ...
 def serve_proxy(config_path: str, threads: int | None = None) -> None: ...
+
+@final
+class Controller:
+    """An online controller (crates/control): a spec's JSON in; each interval's
+    observation as JSON in, (sizes by pool kind, reason) out."""
+    def __new__(cls, spec_json: str) -> Controller: ...
+    def decide(self, observation_json: str) -> tuple[dict[str, int], str]: ...

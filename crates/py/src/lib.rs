@@ -233,6 +233,52 @@ fn to_python<'py>(
     Ok(d)
 }
 
+/// An online controller (`crates/control`), the one the engine calls, for a driver in
+/// Python (`tierlab control` beside a live testbed): built from a spec (JSON of
+/// `control::Spec`: interval, bounds, strategy), fed each interval's observation (JSON
+/// of `control::Observation`), it returns the sizes to be in force and why.
+#[pyclass(module = "tierlab._core")]
+struct Controller {
+    inner: std::sync::Mutex<Box<dyn control::Controller>>,
+}
+
+#[pymethods]
+impl Controller {
+    #[new]
+    fn new(spec_json: &str) -> PyResult<Self> {
+        let spec: control::Spec = serde_json::from_str(spec_json)
+            .map_err(|e| PyValueError::new_err(format!("control spec: {e}")))?;
+        if let Some((field, why)) = spec.problem() {
+            return Err(PyValueError::new_err(format!(
+                "control spec: {field}: {why}"
+            )));
+        }
+        Ok(Controller {
+            inner: std::sync::Mutex::new(control::build(&spec)),
+        })
+    }
+
+    /// `(sizes by pool kind, reason)` for the interval `observation_json` describes.
+    fn decide(
+        &self,
+        observation_json: &str,
+    ) -> PyResult<(std::collections::BTreeMap<String, u32>, String)> {
+        let o: control::Observation = serde_json::from_str(observation_json)
+            .map_err(|e| PyValueError::new_err(format!("observation: {e}")))?;
+        let d = self
+            .inner
+            .lock()
+            .expect("a controller's lock is never poisoned")
+            .decide(&o);
+        let sizes = d
+            .sizes
+            .iter()
+            .map(|(k, v)| (k.name().to_string(), *v))
+            .collect();
+        Ok((sizes, d.reason))
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
@@ -241,6 +287,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model_schema, m)?)?;
     m.add_function(wrap_pyfunction!(latency_bounds, m)?)?;
     m.add_function(wrap_pyfunction!(serve_proxy, m)?)?;
+    m.add_class::<Controller>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("PHASES", PHASES.to_vec())?;
     m.add("SCHEMA_VERSION", SCHEMA_VERSION)?;
