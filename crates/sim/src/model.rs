@@ -58,7 +58,9 @@ pub struct Tier {
 
 /// A JVM-like heap: CPU work allocates `allocation` MB per CPU-second; when `heap` MB
 /// have been allocated, every CPU of the server stops for `pause` seconds plus
-/// `per_request` per request in progress (live objects grow with concurrency).
+/// `per_request` per request in progress (live objects grow with concurrency) plus
+/// `per_request_squared` per request in progress squared (a crowded server: more live
+/// objects, and less CPU left for the collector as it saturates).
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Gc {
@@ -66,6 +68,15 @@ pub struct Gc {
     pub allocation: f64,
     pub pause: f64,
     pub per_request: f64,
+    #[serde(default)]
+    pub per_request_squared: f64,
+}
+
+impl Gc {
+    /// The pause of a collection with `in_progress` requests in the server.
+    pub fn pause_at(&self, in_progress: f64) -> f64 {
+        self.pause + (self.per_request + self.per_request_squared * in_progress) * in_progress
+    }
 }
 
 impl Tier {
@@ -456,7 +467,8 @@ impl Model {
             if !(positive(g.heap)
                 && finite_non_negative(g.allocation)
                 && finite_non_negative(g.pause)
-                && finite_non_negative(g.per_request))
+                && finite_non_negative(g.per_request)
+                && finite_non_negative(g.per_request_squared))
             {
                 return Some((
                     at(".gc"),

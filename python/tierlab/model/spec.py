@@ -248,13 +248,16 @@ class SessionState(Strict):
 class Gc(Strict):
     """Stop-the-world garbage collection (a JVM-like tier): CPU work allocates memory,
     and each time `heap` MB have been allocated every CPU of the server stops for
-    `pause` + `per_request` × requests in progress (live data grows with concurrency).
-    Pauses come more often as the load (allocation rate) grows."""
+    `pause` + `per_request` × c + `per_request_squared` × c², c the requests in
+    progress (live data grows with concurrency; a crowded, saturating server leaves the
+    collector less CPU: Wang et al. §4.1.2). Pauses come more often as the load
+    (allocation rate) grows."""
 
     heap: Annotated[Pos, Field(description="MB allocated between collections (young generation)")]
     allocation: Annotated[NonNeg, Field(description="MB allocated per CPU-second of work")]
     pause: Annotated[Seconds, Field(description="seconds of every pause")] = 0.05
     per_request: Annotated[Seconds, Field(description="extra seconds per request in progress")] = 0.0
+    per_request_squared: Annotated[Seconds, Field(description="extra seconds per (request in progress)²")] = 0.0
 
 
 class Tier(Strict):

@@ -672,7 +672,7 @@ impl Sim {
         if sv.in_gc || sv.allocated < gc.heap {
             return;
         }
-        let pause = gc.pause + gc.per_request * sv.stats.concurrency.value();
+        let pause = gc.pause_at(sv.stats.concurrency.value());
         sv.allocated = 0.0;
         sv.in_gc = true;
         if self.obs.measuring {
