@@ -13,6 +13,8 @@
 //! limited by its load, not by the limit), and a long-term latency above twice the
 //! interval's decays by 5% (the latency has come back down after a long overload).
 
+use std::collections::BTreeMap;
+
 use crate::observation::Observation;
 use crate::spec::{Bounds, GradientParams, PoolKind};
 use crate::{Controller, Decision};
@@ -55,11 +57,23 @@ impl Controller for Gradient {
             .limit
             .get_or_insert_with(|| f64::from(pool.size).clamp(lo, hi));
         let size = |limit: f64| limit as u32; // the library's (int) newLimit
+                                              // Held (no sample, or load-limited): the limit stays, and the size in force
+                                              // follows it if it differs (out of bounds at the start, or set by someone else).
+        let held = |mut sizes: BTreeMap<PoolKind, u32>, why: String| {
+            let to = size(limit);
+            sizes.insert(PoolKind::Threads, to);
+            let reason = if to == pool.size {
+                format!("gradient: {why}; limit {limit:.2} held")
+            } else {
+                format!(
+                    "gradient: {why}; limit {limit:.2} held, the {} threads in force set to {to}",
+                    pool.size
+                )
+            };
+            Decision { sizes, reason }
+        };
         let Some(short) = pool.hold(o.interval) else {
-            sizes.insert(PoolKind::Threads, size(limit));
-            let reason =
-                format!("gradient: no thread was taken, no latency sample; limit {limit:.2}");
-            return Decision { sizes, reason };
+            return held(sizes, "no thread was taken, no latency sample".into());
         };
         let long = self.long.add(short);
         if long / short > 2.0 {
@@ -67,11 +81,9 @@ impl Controller for Gradient {
         }
         let inflight = pool.busy + pool.queued;
         if inflight < limit / 2.0 {
-            sizes.insert(PoolKind::Threads, size(limit));
-            let reason = format!(
-                "gradient: {inflight:.1} threads busy or wanted, under half the limit {limit:.2}: load-limited, held"
-            );
-            return Decision { sizes, reason };
+            let why =
+                format!("{inflight:.1} threads busy or wanted, under half the limit: load-limited");
+            return held(sizes, why);
         }
         let p = self.p;
         let gradient = (p.tolerance * long / short).clamp(0.5, 1.0);
@@ -128,8 +140,6 @@ impl ExpAvg {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
 
     fn gradient(lo: u32, hi: u32) -> Gradient {
@@ -198,10 +208,20 @@ mod tests {
             10,
             "at the floor after the latency rose"
         );
-        // A size in force outside the bounds is brought inside at the first decision.
+        // A size in force outside the bounds is brought inside at the first decision,
+        // and the reason says so even where the limit is held.
         assert_eq!(
             threads(&gradient(2, 16).decide(&interval(40, 15_000.0))),
             16
+        );
+        let idle = Observation::threads(40, 1.0, 0.0, 500.0, 5.0);
+        let d = gradient(2, 16).decide(&idle);
+        assert_eq!(threads(&d), 16);
+        assert!(
+            d.reason
+                .ends_with("limit 16.00 held, the 40 threads in force set to 16"),
+            "{}",
+            d.reason
         );
     }
 

@@ -29,6 +29,7 @@ COMMANDS = {
     "twin": "twin:twin",
     "import": "imports:import_cmd",
     "report": "report:report_cmd",
+    "control": "control:control_cmd",
 }
 
 

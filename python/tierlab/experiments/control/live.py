@@ -1,0 +1,237 @@
+"""The control loop beside a running testbed. Each interval the servers are observed
+through their admin endpoints without disturbing a run's own observation (`observe` and
+`drain` would restart or take it): the JSON state (`GET /metrics`) is sampled a few
+times a second for the pools' levels (busy, queued: their means over the interval are
+the samples' means) and read at the interval's ends for their counters (granted,
+refused); the Prometheus exposition of the same endpoint is read at the ends for the
+requests finished by type and outcome and their response-time histogram. The
+differences over the interval are the `control::Observation` the Rust controller is fed;
+its sizes are set with `configure` (not with `--dry-run`), and every decision is a line
+of the log, in the trace's `ControlDecision` shape."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from prometheus_client.parser import text_string_to_metric_families
+from pydantic import TypeAdapter
+
+from ... import _core
+from ...errors import InputError
+from ...live.admin import Admin
+from ...trace.schema import ControlDecision, ControlSummary
+
+Kind = Literal["threads", "connections"]
+Bounds = dict[Kind, tuple[int, int]]
+_DECISION = TypeAdapter(ControlDecision)
+_SUMMARY = TypeAdapter(ControlSummary)
+
+
+def parse_bounds(text: str) -> Bounds:
+    """`threads=2..64,connections=1..32` → {"threads": (2, 64), …}; an InputError naming
+    `--bounds` and the part that is wrong otherwise."""
+    out: Bounds = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        m = re.fullmatch(r"(threads|connections)=(\d+)\.\.(\d+)", part)
+        if m is None:
+            raise InputError(f"--bounds: {part!r} is not POOL=LEAST..GREATEST with POOL threads or connections, e.g. threads=2..64")
+        lo, hi = int(m[2]), int(m[3])
+        if not 1 <= lo <= hi:
+            raise InputError(f"--bounds: {part!r}: need 1 ≤ least ≤ greatest")
+        out[m[1]] = (lo, hi)  # type: ignore[index]  # the pattern admits only the two kinds
+    if not out:
+        raise InputError("--bounds: give at least one pool, e.g. threads=2..64")
+    return out
+
+
+@dataclass
+class _Ends:
+    """A server's counters at one instant: per pool (acquired, rejected), and per
+    (type, status) the finished requests' count, sum and cumulative histogram."""
+
+    pools: dict[str, tuple[float, float]]
+    counts: dict[tuple[str, str], float]
+    sums: dict[tuple[str, str], float]
+    buckets: dict[float, float]  # le → cumulative count of the ok requests, every type
+
+
+@dataclass
+class LiveObserver:
+    """One interval's observation of the servers behind `admins` (their mean where a
+    controller sizes each alike: the pools; their sum where the tier's: the rates)."""
+
+    admins: list[Admin]
+    sample: float = 0.25
+    _last: list[_Ends] = field(default_factory=list)
+
+    def _exposition(self, admin: Admin) -> _Ends:
+        req = urllib.request.Request(admin.base + "/metrics", headers={"Authorization": f"Bearer {admin.token}", "Accept": "text/plain"})
+        with urllib.request.urlopen(req, timeout=30) as r:
+            text = r.read().decode()
+        ends = _Ends({}, {}, {}, {})
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                key = (s.labels.get("type", ""), s.labels.get("status", ""))
+                if s.name == "tierlab_response_seconds_count":
+                    ends.counts[key] = s.value
+                elif s.name == "tierlab_response_seconds_sum":
+                    ends.sums[key] = s.value
+                elif s.name == "tierlab_response_seconds_bucket" and key[1] == "ok":
+                    le = float(s.labels["le"])
+                    ends.buckets[le] = ends.buckets.get(le, 0.0) + s.value
+                elif s.name in ("tierlab_pool_acquired_total", "tierlab_pool_rejected_total"):
+                    acquired, rejected = ends.pools.get(s.labels["pool"], (0.0, 0.0))
+                    ends.pools[s.labels["pool"]] = (s.value, rejected) if "acquired" in s.name else (acquired, s.value)
+        return ends
+
+    def start(self) -> None:
+        self._last = [self._exposition(a) for a in self.admins]
+
+    def observe(self, interval: float, stop: Callable[[], bool] = lambda: False) -> dict:
+        """Sample for `interval` seconds; the interval's observation (JSON-ready)."""
+        levels: list[list[dict]] = [[] for _ in self.admins]
+        end = time.monotonic() + interval
+        start = time.monotonic()
+        while time.monotonic() < end and not stop():
+            for k, a in enumerate(self.admins):
+                levels[k].append(a.metrics()["pools"])
+            time.sleep(max(0.0, min(self.sample, end - time.monotonic())))
+        seconds = time.monotonic() - start
+        now = [self._exposition(a) for a in self.admins]
+        n = len(self.admins)
+        pools: dict[str, dict] = {}
+        for kind in ("threads", "connections"):
+            seen = [lv for lv in levels if lv and kind in lv[-1]]
+            if not seen:
+                continue
+            delta = [tuple(b - a for a, b in zip(last.pools[kind], cur.pools[kind])) for last, cur in zip(self._last, now)]
+            pools[kind] = {
+                "size": seen[0][-1][kind]["size"],
+                "busy": sum(sum(s[kind]["busy"] for s in lv) / len(lv) for lv in seen) / n,
+                "queued": sum(sum(s[kind]["queued"] for s in lv) / len(lv) for lv in seen) / n,
+                "acquired": sum(d[0] for d in delta) / n,
+                "rejected": sum(d[1] for d in delta) / n,
+            }
+        counts: dict[tuple[str, str], float] = {}
+        sums: dict[tuple[str, str], float] = {}
+        buckets: dict[float, float] = {}
+        for last, cur in zip(self._last, now):
+            for key, v in cur.counts.items():
+                counts[key] = counts.get(key, 0.0) + v - last.counts.get(key, 0.0)
+                sums[key] = sums.get(key, 0.0) + cur.sums.get(key, 0.0) - last.sums.get(key, 0.0)
+            for le, v in cur.buckets.items():
+                buckets[le] = buckets.get(le, 0.0) + v - last.buckets.get(le, 0.0)
+        self._last = now
+        by_type: dict[str, float] = {}
+        for (ty, _), c in counts.items():
+            by_type[ty] = by_type.get(ty, 0.0) + c
+        finished = sum(by_type.values())
+        ok = sum(c for (_, st), c in counts.items() if st == "ok")
+        ok_sum = sum(v for (_, st), v in sums.items() if st == "ok")
+        return {
+            "interval": seconds,
+            # A live server counts requests as they finish: the mix and rate are those.
+            "arrivals": finished / seconds,
+            "mix": {t: c / finished for t, c in sorted(by_type.items())} if finished else {},
+            "throughput": ok / seconds,
+            "errors": (finished - ok) / seconds,
+            "response_time": _latency(ok, ok_sum, buckets),
+            "pools": pools,
+            "cpu": None,
+        }
+
+
+def _latency(count: float, total: float, buckets: dict[float, float]) -> dict | None:
+    """Mean, and percentiles interpolated within the histogram's buckets (Prometheus's
+    histogram_quantile); None without a request."""
+    if count <= 0:
+        return None
+    edges = sorted(buckets)
+
+    def quantile(q: float) -> float:
+        rank, lower, below = q * count, 0.0, 0.0
+        for le in edges:
+            if buckets[le] >= rank:
+                if le == float("inf"):
+                    return lower
+                return lower + (le - lower) * (rank - below) / max(buckets[le] - below, 1e-12)
+            lower, below = le, buckets[le]
+        return lower
+
+    return {"mean": total / count, "p50": quantile(0.5), "p90": quantile(0.9), "p99": quantile(0.99)}
+
+
+def read_log(path: str | Path) -> ControlSummary:
+    """A control log (its first line the controller, then one decision a line) as the
+    trace's `summary.control`."""
+    lines = Path(path).read_text().splitlines()
+    if not lines:
+        raise InputError(f"{path}: an empty control log")
+    head = json.loads(lines[0])
+    return _SUMMARY.validate_python(head | {"decisions": [json.loads(line) for line in lines[1:]]})
+
+
+def control_loop(
+    admins: list[Admin],
+    strategy: str,
+    bounds: Bounds,
+    interval: float,
+    log: Path,
+    dry_run: bool = False,
+    duration: float | None = None,
+    say: Callable[[str], None] = print,
+    sample: float = 0.25,
+) -> dict[str, int]:
+    """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
+    `duration` seconds or until Ctrl-C; every decision appended to `log`. Returns the
+    sizes in force at the end (Ctrl-C leaves them so, and `say`s which)."""
+    spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy)}
+    try:
+        controller = _core.Controller(json.dumps(spec))
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    observer = LiveObserver(admins, sample)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    origin = time.monotonic()
+    with log.open("x") as out:
+        out.write(json.dumps({"strategy": strategy, "tier": "app", "interval": interval}) + "\n")
+        observer.start()
+        try:
+            while duration is None or time.monotonic() - origin < duration - 1e-9:
+                o = observer.observe(interval)
+                sizes, reason = controller.decide(json.dumps(o))
+                in_force = {k: p["size"] for k, p in o["pools"].items() if k in sizes}
+                changed = sizes != in_force
+                if changed and not dry_run:
+                    settings = {k: {"size": v} for k, v in sizes.items() if in_force.get(k) != v}
+                    for a in admins:
+                        a.configure(settings)
+                d: ControlDecision = {"t": round(time.monotonic() - origin, 3), "sizes": sizes, "changed": changed and not dry_run, "reason": reason}
+                out.write(json.dumps(_DECISION.validate_python(d)) + "\n")
+                out.flush()
+                say(f"t={d['t']:.1f}s {_sizes(sizes)}{' (recommended only: --dry-run)' if dry_run and changed else ''}: {reason}")
+        except KeyboardInterrupt:
+            final = {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
+            say(f"stopped; the configuration in force stays: {_sizes(final)}")
+            return final
+    return {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
+
+
+def _strategy(name: str) -> dict:
+    if name == "gradient":
+        # Gradient2's defaults, its windows in intervals (crates/control).
+        return {"strategy": "gradient", "smoothing": 0.2, "queue": 4.0, "tolerance": 1.5, "long_window": 120, "warmup": 10}
+    if name == "static":
+        return {"strategy": "static"}
+    raise InputError(f"--strategy: {name!r} is not built yet; static or gradient")
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(sizes.items()))

@@ -1,0 +1,40 @@
+"""`tierlab control` beside a running testbed (docs/control.md): the Rust controller fed
+the live server's intervals, read through its admin endpoint while a load runs; a dry
+run only recommends, a real one re-sizes within the bounds, every decision logged in the
+trace's shape, and the load's own observation undisturbed."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tierlab.experiments.control import control_loop, read_log
+
+from conftest import HTTP, live_model, running_testbed
+
+
+def test_the_controller_recommends_then_resizes_the_live_server_within_bounds(tmp_path):
+    said: list[str] = []
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        out: dict = {}
+        load = threading.Thread(target=lambda: out.update(trace=bed.run(live_model(**{"run.duration": 20}), HTTP)))
+        load.start()
+        time.sleep(3)  # the run has set the model's pools (10 threads) and its load is on
+        dry = control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 2.0, tmp_path / "dry.jsonl", dry_run=True, duration=4, say=said.append)
+        assert dry == {"threads": 10}, "a dry run changes nothing"
+        real = control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 2.0, tmp_path / "real.jsonl", duration=6, say=said.append)
+        in_force = bed.admin.metrics()["pools"]["threads"]["size"]
+        load.join()
+    dry_log, real_log = read_log(tmp_path / "dry.jsonl"), read_log(tmp_path / "real.jsonl")
+    assert dry_log["strategy"] == "gradient" and len(dry_log["decisions"]) == 2
+    # Recommended: the limit brought within its bounds (6), nothing changed on the server.
+    assert all(d["sizes"] == {"threads": 6} and not d["changed"] for d in dry_log["decisions"])
+    assert any("recommended only" in line for line in said)
+    decisions = real_log["decisions"]
+    assert len(decisions) == 3
+    assert decisions[0]["changed"], "the first decision brings 10 threads within [2, 6]"
+    assert all(2 <= d["sizes"]["threads"] <= 6 for d in decisions)
+    assert real == {"threads": decisions[-1]["sizes"]["threads"]} == {"threads": in_force}
+    # The load saw every request answered, ok or refused: none lost across the shrink.
+    r = out["trace"].summary["requests"]
+    assert r["ok"] > 0 and r["error"] == 0
