@@ -20,6 +20,7 @@ fn policies() -> Vec<(&'static str, Policy)> {
         interval: 1.0,
         wait: false,
         test: SlopeTest::Arrivals,
+        threshold: None,
     };
     vec![
         ("round_robin", Policy::RoundRobin { weights: vec![] }),
