@@ -54,6 +54,20 @@ pub struct Tier {
     /// Stop-the-world garbage collection on each server; None = none.
     #[serde(default)]
     pub gc: Option<Gc>,
+    /// An interpreter lock over each server's CPU stations (CPython's); None = none.
+    #[serde(default)]
+    pub interpreter_lock: Option<InterpreterLock>,
+}
+
+/// CPython's interpreter lock (`station::Lock`): one CPU step computes at a time; a
+/// holder keeps the lock at most `switch_interval` seconds while others wait, and each
+/// change of holder among waiting steps costs `handoff` seconds.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InterpreterLock {
+    pub switch_interval: f64,
+    #[serde(default)]
+    pub handoff: f64,
 }
 
 /// A JVM-like heap: CPU work allocates `allocation` MB per CPU-second; when `heap` MB
@@ -473,6 +487,15 @@ impl Model {
                 return Some((
                     at(".gc"),
                     "gc needs heap > 0 and finite, non-negative rates".into(),
+                ));
+            }
+        }
+        if let Some(l) = &t.interpreter_lock {
+            if !(positive(l.switch_interval) && finite_non_negative(l.handoff)) {
+                return Some((
+                    at(".interpreter_lock"),
+                    "interpreter_lock needs switch_interval > 0 and a finite, non-negative handoff"
+                        .into(),
                 ));
             }
         }

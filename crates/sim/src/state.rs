@@ -49,7 +49,13 @@ impl Server {
                         speed,
                         overhead,
                         ..
-                    } => StationState::Cpu(Ps::new(*cores, *speed, overhead.clone())),
+                    } => {
+                        let ps = Ps::new(*cores, *speed, overhead.clone());
+                        StationState::Cpu(match spec.interpreter_lock {
+                            Some(l) => ps.with_lock(l.switch_interval, l.handoff),
+                            None => ps,
+                        })
+                    }
                     StationSpec::Disk { channels, .. } => StationState::Disk(Fcfs::new(*channels)),
                 })
                 .collect(),

@@ -21,8 +21,81 @@ pub struct Ps {
     arrivals: u64,
     /// Stopped (a garbage-collection pause): no job progresses, the CPU is busy.
     paused: bool,
+    /// An interpreter lock over the station (`with_lock`): then its jobs are here, not
+    /// in `jobs`.
+    lock: Option<Lock>,
     pub epoch: u32,
     pub busy: TimeAvg,
+}
+
+/// An interpreter lock over a CPU station, as CPython 3 has one per process: one job
+/// computes at a time, on one core at the station's speed (`overhead` does not apply).
+/// An uncontended job takes the lock at once and keeps it to the end of its CPU step;
+/// once another waits, the holder keeps it for at most `switch` seconds more (the
+/// waiter's timeout, after which it asks for a drop), then queues behind the waiters.
+/// Each change of holder among waiting jobs — a forced switch, or a step's end with
+/// others waiting — first costs `handoff` seconds in which no one computes (the woken
+/// thread's wake-up). Waiters take the lock in the order they came.
+#[derive(Clone)]
+struct Lock {
+    switch: f64,
+    handoff: f64,
+    /// (request slot, work left), the holder (or the job taking the lock) first.
+    jobs: VecDeque<(u32, f64)>,
+    handing_off: bool,
+    /// Seconds left of the hand-off, or of the holder's quantum (infinite alone).
+    left: f64,
+}
+
+impl Lock {
+    /// The front job's turn: a hand-off first if it was woken (`woken`), then its quantum.
+    fn start(&mut self, woken: bool) {
+        if woken && self.handoff > 0.0 {
+            self.handing_off = true;
+            self.left = self.handoff;
+        } else {
+            self.handing_off = false;
+            self.left = if self.jobs.len() > 1 {
+                self.switch
+            } else {
+                f64::INFINITY
+            };
+        }
+    }
+
+    /// Run the schedule for up to `budget` seconds at `speed`, stopping when the holder's
+    /// work is done (its completion is the engine's event); the seconds run.
+    fn run(&mut self, budget: f64, speed: f64) -> f64 {
+        let mut used = 0.0;
+        while let Some(&(_, work)) = self.jobs.front() {
+            let dt = budget - used;
+            if self.handing_off {
+                if self.left > dt {
+                    self.left -= dt;
+                    return budget;
+                }
+                used += self.left;
+                self.start(false);
+                continue;
+            }
+            let finish = work / speed;
+            if finish <= self.left && finish <= dt {
+                self.jobs[0].1 = 0.0;
+                return used + finish;
+            }
+            if self.left > dt {
+                self.jobs[0].1 -= dt * speed;
+                self.left -= dt;
+                return budget;
+            }
+            // The quantum ends first: the holder queues behind the waiters.
+            used += self.left;
+            self.jobs[0].1 -= self.left * speed;
+            self.jobs.rotate_left(1);
+            self.start(true);
+        }
+        used
+    }
 }
 
 impl Ps {
@@ -42,9 +115,28 @@ impl Ps {
             jobs: BinaryHeap::new(),
             arrivals: 0,
             paused: false,
+            lock: None,
             epoch: 0,
             busy: TimeAvg::default(),
         }
+    }
+
+    /// The station under an interpreter lock (`Lock`): `switch` seconds a holder keeps
+    /// it while others wait, `handoff` seconds per change of holder.
+    pub fn with_lock(mut self, switch: f64, handoff: f64) -> Self {
+        self.lock = Some(Lock {
+            switch,
+            handoff,
+            jobs: VecDeque::new(),
+            handing_off: false,
+            left: f64::INFINITY,
+        });
+        self
+    }
+
+    /// Jobs at the station (holding or waiting for the lock, if it has one).
+    fn len(&self) -> usize {
+        self.lock.as_ref().map_or(self.jobs.len(), |l| l.jobs.len())
     }
 
     /// Work done per second by each of n jobs.
@@ -60,14 +152,23 @@ impl Ps {
     }
 
     fn advance(&mut self, now: f64) {
-        if !self.jobs.is_empty() && !self.paused {
+        if let Some(lock) = &mut self.lock {
+            if !self.paused {
+                lock.run(now - self.last, self.speed);
+            }
+        } else if !self.jobs.is_empty() && !self.paused {
             self.vwork += (now - self.last) * self.rate(self.jobs.len());
         }
         self.last = now;
     }
 
     fn note_jobs(&mut self, now: f64) {
-        let n = self.jobs.len() as f64;
+        // Under a lock one job computes (a hand-off counts busy: the switch's own work).
+        let n = if self.lock.is_some() {
+            self.len().min(1) as f64
+        } else {
+            self.jobs.len() as f64
+        };
         let busy = if self.paused {
             1.0
         } else {
@@ -89,7 +190,7 @@ impl Ps {
         self.advance(now);
         self.paused = false;
         self.note_jobs(now);
-        (!self.jobs.is_empty()).then(|| self.next_completion(now))
+        (self.len() > 0).then(|| self.next_completion(now))
     }
 
     /// Add a job; returns the time of the next completion (the caller schedules it
@@ -97,8 +198,17 @@ impl Ps {
     pub fn arrive(&mut self, now: f64, req: u32, work: f64) -> f64 {
         self.advance(now);
         self.arrivals += 1;
-        let tag = (self.vwork + work).to_bits();
-        self.jobs.push(Reverse((tag, self.arrivals, req)));
+        if let Some(lock) = &mut self.lock {
+            lock.jobs.push_back((req, work));
+            if lock.jobs.len() == 1 {
+                lock.start(false); // uncontended: taken at once
+            } else if !lock.handing_off {
+                lock.left = lock.left.min(lock.switch); // a waiter's timeout starts
+            }
+        } else {
+            let tag = (self.vwork + work).to_bits();
+            self.jobs.push(Reverse((tag, self.arrivals, req)));
+        }
         self.note_jobs(now);
         self.next_completion(now)
     }
@@ -106,9 +216,21 @@ impl Ps {
     /// Remove the finished job; returns it and the next completion time, if any.
     pub fn complete(&mut self, now: f64) -> (u32, Option<f64>) {
         self.advance(now);
-        let Reverse((_, _, req)) = self.jobs.pop().expect("completion of an empty PS station");
+        let req = if let Some(lock) = &mut self.lock {
+            let (req, _) = lock
+                .jobs
+                .pop_front()
+                .expect("completion of an empty locked station");
+            if !lock.jobs.is_empty() {
+                lock.start(true);
+            }
+            req
+        } else {
+            let Reverse((_, _, req)) = self.jobs.pop().expect("completion of an empty PS station");
+            req
+        };
         self.note_jobs(now);
-        let next = (!self.jobs.is_empty()).then(|| self.next_completion(now));
+        let next = (self.len() > 0).then(|| self.next_completion(now));
         (req, next)
     }
 
@@ -117,6 +239,9 @@ impl Ps {
         self.epoch = self.epoch.wrapping_add(1);
         if self.paused {
             return f64::INFINITY;
+        }
+        if let Some(lock) = &self.lock {
+            return now + lock.clone().run(f64::INFINITY, self.speed);
         }
         let Reverse((tag, _, _)) = self.jobs.peek().expect("non-empty");
         now + ((f64::from_bits(*tag) - self.vwork).max(0.0) / self.rate(self.jobs.len()))
@@ -226,6 +351,49 @@ mod tests {
         ps.arrive(0.0, 1, 1.0);
         ps.complete(1.0);
         assert_eq!(ps.busy.total_area(2.0), 0.5, "one core of two for 1 s");
+    }
+
+    #[test]
+    fn a_lock_alone_is_the_cpu_at_its_speed() {
+        let mut ps = Ps::new(2, 2.0, vec![0.5]).with_lock(0.005, 0.001);
+        assert_eq!(
+            ps.arrive(0.0, 1, 1.0),
+            0.5,
+            "uncontended: no switch, no hand-off"
+        );
+        assert_eq!(ps.complete(0.5), (1, None));
+    }
+
+    #[test]
+    fn a_lock_serialises_two_cores() {
+        // Two jobs on two cores: without the lock both end at 1; with it (switch
+        // longer than the work), one after the other.
+        let mut ps = Ps::new(2, 1.0, vec![]).with_lock(10.0, 0.0);
+        ps.arrive(0.0, 1, 1.0);
+        assert_eq!(ps.arrive(0.0, 2, 1.0), 1.0);
+        assert_eq!(ps.complete(1.0), (1, Some(2.0)));
+        assert_eq!(ps.complete(2.0), (2, None));
+        assert_eq!(ps.busy.total_area(2.0), 1.0, "one core of two for 2 s");
+    }
+
+    #[test]
+    fn a_lock_round_robins_in_quanta_with_a_handoff_each_change() {
+        // Two jobs of 1 s, switch 0.25, hand-off 0.05: A B A B A B A (A ends after 7
+        // quanta and 6 hand-offs: 2.05), a hand-off to B, B's last quantum alone:
+        // 8 quanta and 7 hand-offs, 2.35.
+        let mut ps = Ps::new(1, 1.0, vec![]).with_lock(0.25, 0.05);
+        ps.arrive(0.0, 1, 1.0);
+        let first = ps.arrive(0.0, 2, 1.0);
+        assert!((first - 2.05).abs() < 1e-12, "{first}");
+        let (req, next) = ps.complete(first);
+        assert_eq!(req, 1);
+        assert!((next.unwrap() - 2.35).abs() < 1e-12, "{next:?}");
+        // A third job arriving mid-schedule changes it; its own answer stands.
+        let mut ps = Ps::new(1, 1.0, vec![]).with_lock(0.25, 0.0);
+        ps.arrive(0.0, 1, 1.0);
+        ps.arrive(0.1, 2, 0.1); // waits from 0.1; A keeps the lock to 0.35, B runs 0.35-0.45
+        assert!((ps.arrive(0.2, 3, 1.0) - 0.45).abs() < 1e-12);
+        assert_eq!(ps.complete(0.45).0, 2);
     }
 
     #[test]

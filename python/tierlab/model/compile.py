@@ -76,6 +76,7 @@ def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, 
                 "dispatch": _dispatch(tname, t, bad),
                 "stateful": t.session_state is not None,
                 "gc": t.gc.model_dump() if t.gc else None,
+                "interpreter_lock": t.interpreter_lock.model_dump() if t.interpreter_lock else None,
                 "pools": [
                     {
                         "name": p,

@@ -260,11 +260,24 @@ class Gc(Strict):
     per_request_squared: Annotated[Seconds, Field(description="extra seconds per (request in progress)²")] = 0.0
 
 
+class InterpreterLock(Strict):
+    """CPython's interpreter lock over each CPU station of the tier's servers (a process
+    has one lock: give such a tier one CPU station): one CPU step computes at a time (on one core at the station's speed; `overhead` does not apply).
+    A step alone keeps the lock to its end; once another waits, the holder keeps it
+    `switch_interval` seconds more (`sys.setswitchinterval`), then queues behind the
+    waiters; each change of holder among waiting steps costs `handoff` seconds in which
+    none computes (the woken thread's wake-up)."""
+
+    switch_interval: Annotated[Pos, Field(description="seconds a holder keeps the lock while others wait (CPython's default 0.005)")] = 0.005
+    handoff: Annotated[Seconds, Field(description="seconds per change of holder among waiting steps")] = 0.0
+
+
 class Tier(Strict):
     servers: Servers = 1
     dispatch: Dispatch = Field(RoundRobinDispatch(), description="how requests reach this tier's servers")
     session_state: SessionState | None = None
     gc: Gc | None = None
+    interpreter_lock: InterpreterLock | None = None
     pools: dict[Name, Pool] = {}
     stations: dict[Name, Station] = {}
 
