@@ -197,7 +197,7 @@ def _headline(trace: Trace) -> Section:
         *((k, f"{s['requests'][k]:,}") for k in OUTCOMES),
         *((f"{p} response time", f"{figure(rt[p] * 1000)} ms" if p in rt else "—") for p in HEADLINE_PERCENTILES),
     ]
-    overloaded = backlog_note(s["requests"])
+    overloaded = backlog_note(s)
     if overloaded:
         rows.append(("overloaded", overloaded))
     if s["errors"]:

@@ -55,7 +55,7 @@ def print_summary(trace: Trace, out: Console) -> None:
         f"sessions {s['sessions']['throughput']:.3f}/s, ok {req['ok']}, rejected {req['rejected']}, "
         f"timeout {req['timeout']}, error {req['error']}, unfinished {req['unfinished']}"
     )
-    overloaded = backlog_note(req)
+    overloaded = backlog_note(s)
     if overloaded:
         out.print(f"[red]overloaded:[/] {overloaded}")
     errors = {k: v for k, v in (s["errors"] or {}).items() if v}

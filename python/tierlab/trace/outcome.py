@@ -16,7 +16,7 @@ judged overloaded though it keeps up; measure it longer."""
 
 from __future__ import annotations
 
-from .schema import StatusCounts, sent
+from .schema import StatusCounts, Summary, sent
 
 UNFINISHED_SHARE = 0.01
 
@@ -33,11 +33,23 @@ def backlogged(counts: StatusCounts) -> bool:
     return unfinished_share(counts) > UNFINISHED_SHARE
 
 
-def backlog_note(counts: StatusCounts) -> str | None:
-    """What a verdict says of a backlogged run (None if it is not)."""
+def backlog_note(summary: Summary) -> str | None:
+    """What a verdict says of a backlogged run (None if it is not) — and, when the run
+    is too short for the rule to tell a backlog from the requests a run that keeps up
+    has in flight (its mean response time W beyond `UNFINISHED_SHARE` of its measured
+    seconds T), that it cannot tell."""
+    counts = summary["requests"]
     if not backlogged(counts):
         return None
-    return (
+    note = (
         f"{counts['unfinished']:,} of the {sent(counts):,} requests sent after the warm-up ({unfinished_share(counts):.1%}) "
         f"were unfinished at the end, more than {UNFINISHED_SHARE:.0%}: overloaded (the system did not keep up with what it was sent)"
     )
+    rt, t = summary["response_time"], summary["measured_seconds"]
+    w = rt["mean"] if rt else 0.0
+    if w and t and w / t > UNFINISHED_SHARE:
+        note += (
+            f"; but the mean response time ({w:.3g} s) is {w / t:.1%} of the {t:.3g} s measured, so a run that keeps up leaves "
+            f"about that share unfinished too: measure longer (≥ {w / UNFINISHED_SHARE:.3g} s) to tell"
+        )
+    return note
