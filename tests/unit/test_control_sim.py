@@ -5,15 +5,18 @@ static controller changes nothing; and the model's `control:` is checked field b
 
 from __future__ import annotations
 
+import json
 import re
 
+import jsonschema
 import pandas as pd
 import pytest
 
 import tierlab
+from tierlab import _core
 from tierlab.errors import ModelError
 
-from conftest import single_request_sessions
+from conftest import check_little, single_request_sessions
 
 BOUNDS = [4, 64]
 
@@ -66,6 +69,7 @@ def test_gradient_lowers_the_thread_limit_when_the_hold_time_rises():
     r = trace.summary["requests"]
     assert r["rejected"] == r["timeout"] == r["error"] == 0
     assert len(trace.requests) == r["ok"]
+    check_little(trace)
 
 
 def test_same_seed_same_decisions():
@@ -84,6 +88,13 @@ def test_static_is_no_control_at_all():
     ours = a.timeseries[a.timeseries.resource != "control"].reset_index(drop=True)
     pd.testing.assert_frame_equal(ours, b.timeseries, check_categorical=False)
     pd.testing.assert_frame_equal(a.requests, b.requests)
+
+
+def test_the_compiled_control_is_valid_under_the_engine_schema():
+    for control in (GRADIENT, {"strategy": "static", "bounds": {"threads": BOUNDS}}):
+        engine = tierlab.load_model(bursty(control)).engine()
+        jsonschema.validate(engine, json.loads(_core.model_schema()))
+        assert engine["control"]["tier"] == 0 and engine["control"]["strategy"]["strategy"] == control["strategy"]
 
 
 @pytest.mark.parametrize(

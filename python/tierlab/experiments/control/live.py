@@ -201,7 +201,8 @@ def control_loop(
     log.parent.mkdir(parents=True, exist_ok=True)
     origin = time.monotonic()
     with log.open("x") as out:
-        out.write(json.dumps({"strategy": strategy, "tier": "app", "interval": interval}) + "\n")
+        # The tier as the server names itself (the middleware's `Tier.name`).
+        out.write(json.dumps({"strategy": strategy, "tier": admins[0].metrics()["tier"], "interval": interval}) + "\n")
         observer.start()
         try:
             while duration is None or time.monotonic() - origin < duration - 1e-9:
