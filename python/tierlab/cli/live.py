@@ -176,7 +176,8 @@ def live_status(workdir) -> None:
         proxies = [m | {"summary": p.summary()} for m, p in zip(state.proxies, bed.proxies)]
         click.echo(json.dumps({"target": state.target, "db": state.db, "sessions": state.sessions, "servers": servers, "proxies": proxies}, indent=2))
         return
-    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **Admin(state.workdir, state.admin_port).metrics()}, indent=2))
+    budgets = {"cpu": state.cpu, "cgroups": state.cgroups, "cpu_note": state.cpu_note}  # the tiers' CPU budgets in force, or why none are
+    click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **budgets, **Admin(state.workdir, state.admin_port).metrics()}, indent=2))
 
 
 @live.command("config")
