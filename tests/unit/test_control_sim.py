@@ -72,6 +72,12 @@ def test_gradient_lowers_the_thread_limit_when_the_hold_time_rises():
     check_little(trace)
 
 
+def test_max_step_limits_every_change():
+    trace = tierlab.simulate(bursty(GRADIENT | {"max_step": 2}))
+    steps = decisions(trace).threads.diff().abs().dropna()
+    assert steps.max() == 2 and (steps > 0).sum() > 0
+
+
 def test_same_seed_same_decisions():
     a, b = tierlab.simulate(bursty(GRADIENT)), tierlab.simulate(bursty(GRADIENT))
     assert a.summary == b.summary

@@ -31,13 +31,47 @@ pub trait Controller: Send {
     fn decide(&mut self, o: &Observation) -> Decision;
 }
 
-/// The controller a spec names, over its bounds.
+/// The controller a spec names, over its bounds, its steps limited to `max_step`.
 pub fn build(spec: &Spec) -> Box<dyn Controller> {
-    match &spec.strategy {
+    let inner: Box<dyn Controller> = match &spec.strategy {
         Strategy::Static => Box::new(Static {
             bounds: spec.bounds.clone(),
         }),
         Strategy::Gradient(p) => Box::new(Gradient::new(*p, spec.bounds.clone())),
+    };
+    match spec.max_step {
+        Some(step) => Box::new(Limited { inner, step }),
+        None => inner,
+    }
+}
+
+/// A rate limit on changes: each pool moves at most `step` from its size in force per
+/// decision, towards what the strategy decided (which keeps its own state: it is
+/// reached over the next intervals if the strategy holds to it).
+pub struct Limited {
+    inner: Box<dyn Controller>,
+    step: u32,
+}
+
+impl Controller for Limited {
+    fn decide(&mut self, o: &Observation) -> Decision {
+        let mut d = self.inner.decide(o);
+        for (kind, size) in d.sizes.iter_mut() {
+            let Some(now) = o.pools.get(kind).map(|p| p.size) else {
+                continue;
+            };
+            let limited =
+                (*size).clamp(now.saturating_sub(self.step), now.saturating_add(self.step));
+            if limited != *size {
+                d.reason += &format!(
+                    "; {} {now} → {size} limited to {limited} (max_step {})",
+                    kind.name(),
+                    self.step
+                );
+                *size = limited;
+            }
+        }
+        d
     }
 }
 
@@ -58,6 +92,36 @@ impl Controller for Static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn max_step_limits_each_change_and_says_so() {
+        let spec: Spec = serde_json::from_str(
+            r#"{"interval": 5.0, "bounds": {"threads": [2, 16]}, "max_step": 3,
+                "strategy": {"strategy": "gradient", "smoothing": 0.2, "queue": 4.0,
+                             "tolerance": 1.5, "long_window": 600, "warmup": 1}}"#,
+        )
+        .expect("a spec");
+        let mut c = build(&spec);
+        // 40 threads in force, the gradient's limit brought to its bound 16: 3 a step.
+        let mut size = 40;
+        for expect in [37, 34, 31] {
+            let d = c.decide(&Observation::threads(size, 1.0, 0.0, 500.0, 5.0));
+            assert_eq!(d.sizes[&PoolKind::Threads], expect);
+            assert!(
+                d.reason.ends_with(&format!(
+                    "threads {size} → 16 limited to {expect} (max_step 3)"
+                )),
+                "{}",
+                d.reason
+            );
+            size = expect;
+        }
+        let zero: Spec = serde_json::from_str(
+            r#"{"interval": 5.0, "bounds": {}, "max_step": 0, "strategy": {"strategy": "static"}}"#,
+        )
+        .expect("a spec");
+        assert_eq!(zero.problem().map(|p| p.0), Some("max_step".into()));
+    }
 
     #[test]
     fn static_never_changes_anything_whatever_it_sees() {

@@ -37,6 +37,10 @@ pub struct Spec {
     pub interval: f64,
     pub bounds: Bounds,
     pub strategy: Strategy,
+    /// The most one decision may move a pool's size (a rate limit on changes, per
+    /// interval); none: as far as the strategy says.
+    #[serde(default)]
+    pub max_step: Option<u32>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -82,6 +86,9 @@ impl Spec {
                     format!("[{lo}, {hi}]: need 1 ≤ least ≤ greatest"),
                 ));
             }
+        }
+        if self.max_step == Some(0) {
+            return Some(("max_step".into(), "must be ≥ 1 (or none)".into()));
         }
         if let Strategy::Gradient(p) = &self.strategy {
             if !self.bounds.contains_key(&PoolKind::Threads) {

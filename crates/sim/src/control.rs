@@ -86,6 +86,7 @@ impl Spec {
             interval: self.interval,
             bounds: self.bounds.clone(),
             strategy: self.strategy.clone(),
+            max_step: self.max_step,
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Control {
     pub interval: f64,
     pub bounds: control::Bounds,
     pub strategy: control::Strategy,
+    #[serde(default)]
+    pub max_step: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

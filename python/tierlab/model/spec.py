@@ -549,6 +549,7 @@ class Control(Strict):
         description="each re-sized pool's [least, greatest] size, by kind, e.g. {threads: [2, 64]}; pools without are left alone"
     )
     gradient: Gradient = Field(Gradient(), description="the gradient strategy's parameters")
+    max_step: PosU32 | None = Field(None, description="the most one decision may move a pool's size (a rate limit on changes); none: no limit")
 
 
 class Model(Strict):

@@ -188,11 +188,13 @@ def control_loop(
     duration: float | None = None,
     say: Callable[[str], None] = print,
     sample: float = 0.25,
+    max_step: int | None = None,
 ) -> dict[str, int]:
     """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
-    `duration` seconds or until Ctrl-C; every decision appended to `log`. Returns the
+    `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
+    every decision appended to `log`. Returns the
     sizes in force at the end (Ctrl-C leaves them so, and `say`s which)."""
-    spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy)}
+    spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy), "max_step": max_step}
     try:
         controller = _core.Controller(json.dumps(spec))
     except ValueError as e:
