@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import threading
 import time
+import urllib.request
 
 from tierlab.experiments.control import control_loop, read_log
+from tierlab.live.lifecycle import free_ports
 
 from conftest import HTTP, live_model, running_testbed
 
 
 def test_the_controller_recommends_then_resizes_the_live_server_within_bounds(tmp_path):
     said: list[str] = []
+    scraped: list[str] = []
+    (port,) = free_ports(1)
+
+    def say_and_scrape(line: str) -> None:  # called after each decision is exported
+        said.append(line)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            scraped.append(r.read().decode())
+
     with running_testbed("sqlite", tmp_path / "live") as bed:
         out: dict = {}
         load = threading.Thread(target=lambda: out.update(trace=bed.run(live_model(**{"run.duration": 20}), HTTP)))
@@ -22,7 +32,7 @@ def test_the_controller_recommends_then_resizes_the_live_server_within_bounds(tm
         time.sleep(3)  # the run has set the model's pools (10 threads) and its load is on
         dry = control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 2.0, tmp_path / "dry.jsonl", dry_run=True, duration=4, say=said.append)
         assert dry == {"threads": 10}, "a dry run changes nothing"
-        real = control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 2.0, tmp_path / "real.jsonl", duration=6, say=said.append)
+        real = control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 2.0, tmp_path / "real.jsonl", duration=6, say=say_and_scrape, metrics_port=port)
         in_force = bed.admin.metrics()["pools"]["threads"]["size"]
         load.join()
     dry_log, real_log = read_log(tmp_path / "dry.jsonl"), read_log(tmp_path / "real.jsonl")
@@ -35,6 +45,9 @@ def test_the_controller_recommends_then_resizes_the_live_server_within_bounds(tm
     assert decisions[0]["changed"], "the first decision brings 10 threads within [2, 6]"
     assert all(2 <= d["sizes"]["threads"] <= 6 for d in decisions)
     assert real == {"threads": decisions[-1]["sizes"]["threads"]} == {"threads": in_force}
+    # Exported on /metrics as they are made.
+    assert 'tierlab_control_size{pool="threads"} 6.0' in scraped[0] and 'tierlab_control_decisions_total{changed="true"} 1.0' in scraped[0]
+    assert len(scraped) == 3
     # The load saw every request answered, ok or refused: none lost across the shrink.
     r = out["trace"].summary["requests"]
     assert r["ok"] > 0 and r["error"] == 0

@@ -11,7 +11,7 @@ import pytest
 from tierlab import _core
 from tierlab.errors import InputError
 from tierlab.experiments.control import parse_bounds
-from tierlab.experiments.control.live import _latency
+from tierlab.experiments.control.live import ControlMetrics, _latency
 
 
 def test_bounds_are_parsed_once_and_a_bad_one_is_named():
@@ -28,6 +28,20 @@ def test_percentiles_are_interpolated_within_the_buckets():
     lat = _latency(100, 1.5, cumulative)
     assert lat == pytest.approx({"mean": 0.015, "p50": 0.01, "p90": 0.02, "p99": 0.04 - 0.02 * 0.1})
     assert _latency(0, 0.0, {}) is None
+
+
+def test_the_decisions_are_exported_for_prometheus():
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    registry = CollectorRegistry()
+    m = ControlMetrics(registry)
+    m.record({"threads": 6}, True)
+    m.record({"threads": 5}, False)
+    m.record({"threads": 5}, False)
+    text = generate_latest(registry).decode()
+    assert 'tierlab_control_size{pool="threads"} 5.0' in text
+    assert 'tierlab_control_decisions_total{changed="true"} 1.0' in text
+    assert 'tierlab_control_decisions_total{changed="false"} 2.0' in text
 
 
 def observation(acquired: float) -> str:

@@ -15,11 +15,13 @@ import json
 import re
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import TypeAdapter
 
@@ -168,6 +170,37 @@ def _latency(count: float, total: float, buckets: dict[float, float]) -> dict | 
     return {"mean": total / count, "p50": quantile(0.5), "p90": quantile(0.9), "p99": quantile(0.99)}
 
 
+class ControlMetrics:
+    """The controller's decisions in the Prometheus format: each re-sized pool's size in
+    force, and the decisions made, by whether they changed a size."""
+
+    def __init__(self, registry: CollectorRegistry):
+        self.size = Gauge("tierlab_control_size", "Pool size in force after the last decision.", ["pool"], registry=registry)
+        self.decisions = Counter("tierlab_control_decisions", "Decisions made, by whether they changed a size.", ["changed"], registry=registry)
+
+    def record(self, sizes: dict[str, int], changed: bool) -> None:
+        for pool, size in sizes.items():
+            self.size.labels(pool).set(size)
+        self.decisions.labels(str(changed).lower()).inc()
+
+
+@contextmanager
+def _serving(port: int | None) -> Iterator[ControlMetrics | None]:
+    """The metrics on http://127.0.0.1:PORT/metrics for as long as the block runs."""
+    if port is None:
+        yield None
+        return
+    registry = CollectorRegistry()
+    metrics = ControlMetrics(registry)
+    server, thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+    try:
+        yield metrics
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
 def read_log(path: str | Path) -> ControlSummary:
     """A control log (its first line the controller, then one decision a line) as the
     trace's `summary.control`."""
@@ -189,10 +222,12 @@ def control_loop(
     say: Callable[[str], None] = print,
     sample: float = 0.25,
     max_step: int | None = None,
+    metrics_port: int | None = None,
 ) -> dict[str, int]:
     """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
     `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
-    every decision appended to `log`. Returns the
+    every decision appended to `log` (and with `metrics_port`, on
+    http://127.0.0.1:PORT/metrics). Returns the
     sizes in force at the end (Ctrl-C leaves them so, and `say`s which)."""
     spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy), "max_step": max_step}
     try:
@@ -202,7 +237,7 @@ def control_loop(
     observer = LiveObserver(admins, sample)
     log.parent.mkdir(parents=True, exist_ok=True)
     origin = time.monotonic()
-    with log.open("x") as out:
+    with log.open("x") as out, _serving(metrics_port) as exported:
         # The tier as the server names itself (the middleware's `Tier.name`).
         out.write(json.dumps({"strategy": strategy, "tier": admins[0].metrics()["tier"], "interval": interval}) + "\n")
         observer.start()
@@ -219,6 +254,8 @@ def control_loop(
                 d: ControlDecision = {"t": round(time.monotonic() - origin, 3), "sizes": sizes, "changed": changed and not dry_run, "reason": reason}
                 out.write(json.dumps(_DECISION.validate_python(d)) + "\n")
                 out.flush()
+                if exported is not None:
+                    exported.record(sizes if not dry_run else in_force, d["changed"])
                 say(f"t={d['t']:.1f}s {_sizes(sizes)}{' (recommended only: --dry-run)' if dry_run and changed else ''}: {reason}")
         except KeyboardInterrupt:
             final = {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
