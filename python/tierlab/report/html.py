@@ -4,7 +4,8 @@ inlined once; figures zoom and pan, which a 100 ms series needs) and that prints
 
 Each section is there only when the traces hold its data (`Report.sections` lists
 the DOM ids). One run: headline, response time over time (100 ms and 10 s), per-type
-percentiles, per-tier time breakdown, pools and stations over time, the bottleneck,
+percentiles, per-tier time breakdown, pools and stations over time, an online
+controller's sizes and decisions (docs/control.md), the bottleneck,
 fluctuations (bimodality and its modes, retransmissions) and what the trace lacks.
 Several runs: side by side with deltas against the first and, from three runs on, a
 ramp (knee and USL, `experiments.ramp.ramp_of_traces`); each run's sections follow
@@ -97,7 +98,7 @@ def report(
 
 def _run_sections(trace: Trace) -> list[Section]:
     found = [_headline(trace)]
-    for make in (_response_time, _types, _breakdown, _pools, _stations, _bottleneck, _fluctuations, _missing):
+    for make in (_response_time, _types, _breakdown, _pools, _control, _stations, _bottleneck, _fluctuations, _missing):
         s = make(trace)
         if s is not None:
             found.append(s)
@@ -294,6 +295,31 @@ def _pools(trace: Trace) -> Section | None:
     _time_axis(fig, trace)
     fig.update_yaxes(title="tokens busy / waiters / rejected per window")
     return Section("pools", "Pools over time", _figure(fig, 360) + _envelope_note(bucket, step))
+
+
+def _control(trace: Trace) -> Section | None:
+    """An online controller's run: the sizes in force over time (its `control` series)
+    and the decisions that changed one, with their reasons."""
+    c = trace.summary.get("control")
+    if c is None:
+        return None
+    fig = go.Figure()
+    for k, pool in enumerate(sorted({p for d in c["decisions"] for p in d["sizes"]})):
+        s = trace.series(c["tier"], pool, "control", 0)
+        if not s.empty:
+            fig.add_trace(go.Scatter(x=s.index, y=s[0], name=f"{c['tier']}.{pool}", line={"shape": "hv", "color": COLORS[k % len(COLORS)]}))
+    _time_axis(fig, trace)
+    fig.update_yaxes(title="size in force")
+    changes = [d for d in c["decisions"] if d["changed"]]
+    table = pd.DataFrame(
+        {
+            "t (s)": [d["t"] for d in changes],
+            "sizes": [", ".join(f"{p} {n}" for p, n in d["sizes"].items()) for d in changes],
+            "reason": [d["reason"] for d in changes],
+        }
+    )
+    note = f"<p>{html.escape(c['strategy'])} every {figure(c['interval'])} s on {html.escape(c['tier'])}: {len(changes)} changes in {len(c['decisions'])} decisions.</p>"
+    return Section("control", "Online control", _figure(fig) + note + (_table(table) if changes else ""))
 
 
 def _stations(trace: Trace) -> Section | None:
