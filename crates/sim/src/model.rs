@@ -19,7 +19,7 @@ pub struct Model {
     pub types: Vec<RequestType>,
     pub workload: Workload,
     pub run: Run,
-    /// An online controller re-sizing a tier's pools every interval (`crate::control`).
+    /// An online controller re-sizing a tier's pools every interval (`control.rs`).
     #[serde(default)]
     pub control: Option<Control>,
 }

@@ -76,7 +76,7 @@ pub struct Pool {
     pub timed_out: u64,
     pub pinned_windows: u64,
     /// Tokens granted since the run began (warm-up included): what an online
-    /// controller's interval counts (`crate::control`).
+    /// controller's interval counts (`control.rs`).
     pub granted: u64,
 }
 
