@@ -20,8 +20,8 @@ from .common import err
 @click.option("--metrics-port", type=click.IntRange(1, 65535), help="Serve the decisions to Prometheus on 127.0.0.1:PORT/metrics.")
 @click.option("--dry-run", is_flag=True, help="Only recommend: log and print the decisions, change nothing.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), help="The decisions' log (default: WORKDIR/control-<time>.jsonl); it must not exist.")
-@click.option("--for", "duration", type=click.FloatRange(min=0, min_open=True), help="Stop after this many seconds (default: run until Ctrl-C).")
-def control_cmd(strategy, workdir, interval, bounds, max_step, metrics_port, dry_run, log_path, duration) -> None:
+@click.option("--for", "for_seconds", type=click.FloatRange(min=0, min_open=True), help="Stop after this many seconds (default: run until Ctrl-C).")
+def control_cmd(strategy, workdir, interval, bounds, max_step, metrics_port, dry_run, log_path, for_seconds) -> None:
     """Keep a running testbed's pools sized online: observe its servers every interval,
     decide with the same controller the simulator runs, re-size through the admin
     endpoint. Ctrl-C leaves the last configuration in force and says what it is."""
@@ -34,4 +34,6 @@ def control_cmd(strategy, workdir, interval, bounds, max_step, metrics_port, dry
     bed = Testbed(workdir)
     log = Path(log_path) if log_path else Path(workdir) / f"control-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
     err.print(f"control: {strategy} every {interval:g} s on {len(bed.admins)} server(s), bounds {bounds}{' (dry run)' if dry_run else ''}; log {log}")
-    control_loop(bed.admins, strategy, parsed, interval, log, dry_run=dry_run, duration=duration, say=err.print, max_step=max_step, metrics_port=metrics_port)
+    control_loop(
+        bed.admins, strategy, parsed, interval, log, dry_run=dry_run, duration=for_seconds, say=err.print, max_step=max_step, metrics_port=metrics_port
+    )
