@@ -13,6 +13,12 @@ class ModelError(ValueError):
         lines = [f"  {path or '<model>'}: {msg}" for path, msg in problems]
         super().__init__(f"invalid model{where}:\n" + "\n".join(lines))
 
+    def __reduce__(self):
+        # Rebuilt from its own arguments, not the message: a sweep's worker process sends
+        # it back pickled, and unpickling by the message alone raised in the pool's result
+        # thread, which hung the sweep instead of reporting the error.
+        return (type(self), (self.problems, self.source))
+
 
 class TierlabWarning(UserWarning):
     """What tierlab tells a user about a result it still gives (a short run, a far mix):
