@@ -1,24 +1,37 @@
-"""Wang et al., "Response time fluctuations in n-tier systems" (RUBBoS browse-only,
-1/2/1/2 topology) on examples/rubbos_3tier.yaml, the C-JDBC server the bottleneck:
+"""Wang et al., "Response time fluctuations in n-tier systems" (RUBBoS browse-only):
 
 1. Bi-modal response times near 90% bottleneck utilization (their Figs. 2–3): 5,200
-   clients at burstiness I = 1, 100, 400, 1000 — mean, p95, p98, Hartigan's dip test
-   and the modes; 100 ms against 10 s series (their Fig. 4).
+   clients at burstiness I = 1, 100, 400, 1000 in the 1/2/1/2 topology
+   (examples/rubbos_3tier.yaml, C-JDBC the bottleneck) — mean, p95, p98 (pooled over
+   the seeds' requests), Hartigan's dip test and the modes; 100 ms against 10 s series
+   (their Fig. 4).
 2. The threshold workload beyond which more than 1% of requests see a TCP
    retransmission, per I (their Table 1), with the bottleneck's CPU there.
 3. Top-down amplification (their Table 4): the request rate per 100 ms at each tier
    at 3,000 clients — mean, standard deviation, coefficient of variation.
-4. Stabilizers: cross-tier priority at the Tomcat connection pool (their Fig. 10),
-   and a lower DB-connection limit per servlet (their Fig. 11).
+4. C-JDBC's CPU and GC time from 3,000 to 5,600 clients with 24 and 2 connections per
+   servlet (their Table 3; the GC is calibrated to the DBconn24 column, the DBconn2
+   column is predicted), and at 5,600 the stabilizing effect of the lower limit (Fig. 11).
+5. In the paper's own setting for Figs. 7 and 10 (examples/rubbos_1l2l1l.yaml: 1L/2L/1L,
+   MySQL the bottleneck): at 5,400 clients with DBconn24, MySQL's small response-time
+   fluctuations amplified end to end (Fig. 7, "50 ms ... amplified to 500 ms"); at
+   5,800 clients with DBconn2, cross-tier priority (CTP, Fig. 9: light servlets' queries
+   first at the Tomcat's connection pool) against the original per-servlet pools (Fig. 10).
 
-Bursty load is a two-state MMPP on the think times (tierlab.model.burst): bursts take 30% of
-the time at 1.5× the calm rate (1.3× the mean), their length set by I.
+Bursty load is a two-state MMPP on the think times (tierlab.model.burst), the shape of
+the paper's reference [13] (Mi et al.) as Wang et al. §2.1 describe it: a fast mode
+(short think times, the surge) and a slow mode, the index of dispersion I setting how
+long the surges last ("the larger the I is, the longer the duration of the traffic
+surge"). Neither Wang et al. nor [13]'s abstract (the only text of [13] found) give the
+share of time in the fast mode or the rate ratio of the modes: 30% and 1.5× (1.3× the
+mean rate) are this study's choices.
 
     python studies/wang.py            # the full study
     python studies/wang.py --quick    # coarser ramps, one seed, shorter runs
 
 Writes studies/results/wang[_quick]/: bimodal.csv, thresholds.csv, threshold_ramps.csv,
-amplification.csv, stabilizers.csv, *.png, result.json (also printed last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
+amplification.csv, table3.csv, fig7.csv, fig10.csv, *.png, result.json (also printed
+last) and claims.json: the paper's claims scored (tierlab.experiments.study.claims)."""
 
 from __future__ import annotations
 
@@ -56,26 +69,67 @@ from tierlab.trace import window_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "rubbos_3tier.yaml"
+MODEL_1L2L1L = ROOT / "examples" / "rubbos_1l2l1l.yaml"
 BURSTS = [1, 100, 400, 1000]
-STABILIZED = 5600
+TABLE3_LOADS = [3000, 4000, 5000, 5200, 5400, 5600]
+STABILIZED = 5600  # Fig. 11
+FIG7_LOAD, FIG10_LOAD = 5400, 5800
 # The paper's figures.
 PAPER_MEAN_RT = {1: 0.068, 100: 0.189, 400: 0.439, 1000: 0.776}  # Fig. 2, WL 5200
 PAPER_THRESHOLD = {1: (5000, 0.881), 100: (4800, 0.863), 400: (4400, 0.804), 1000: (3800, 0.746)}  # Table 1
 PAPER_RATE = {"web": (42.88, 6.71, 0.16), "app": (41.12, 6.53, 0.16), "db": (397.40, 77.70, 0.20)}  # Table 4, per 0.1 s
-PAPER_TABLE3_5600 = {"DBconn24": {"throughput": 779, "cpu": 0.988, "gc": 2.15}, "DBconn2": {"throughput": 795, "cpu": 0.966, "gc": 0.45}}
+# Table 3 (1L/2L/1S/2L): C-JDBC's throughput (req/s), CPU and total GC time (s) per run.
+PAPER_TABLE3 = {
+    "DBconn24": {
+        3000: (428, 0.496, 0.05),
+        4000: (572, 0.690, 0.07),
+        5000: (721, 0.861, 1.06),
+        5200: (738, 0.912, 1.51),
+        5400: (759, 0.943, 1.72),
+        5600: (779, 0.988, 2.15),
+    },
+    "DBconn2": {
+        3000: (428, 0.492, 0.05),
+        4000: (571, 0.688, 0.07),
+        5000: (719, 0.848, 0.19),
+        5200: (737, 0.874, 0.37),
+        5400: (767, 0.911, 0.40),
+        5600: (795, 0.966, 0.45),
+    },
+}
+PAPER_RUN = 600.0  # "10-minute runtime experiments" (§2.2): Table 3's GC totals are per 600 s
 # Criteria, fixed before the run. Mean response times read off Fig. 2's captions: ±25%.
 # A threshold: ±400 clients (one step of the quick ramp, two of the full one).
 # A CPU utilization: ±5 points. A request-rate CoV (Table 4, two digits): ±0.02.
 MEAN_RT = close(0.25)
 THRESHOLD = close_abs(400, " clients")
 CPU = close_abs(0.05)
-RATE_COV = close_abs(0.02)
+RATE_COV_TOLERANCE = 0.02
+RATE_COV = close_abs(RATE_COV_TOLERANCE)
+# GC totals (Table 3) span 0.05-2.15 s: "matches" is within a factor of 2 (issue 39).
+FACTOR_2 = Criterion("within a factor of 2 of the paper's", within_decades(float(np.log10(2))).holds)
 # "Relatively stable" at 10 s (Fig. 4c vs 4b): a CoV under half the 100 ms one.
 BLURRED = Criterion("the 10 s CoV below half the 100 ms CoV", lambda ours, paper: ours["10s"] < ours["100ms"] / 2)
 # "Much larger fluctuations" (Figs. 10–11): a 100 ms CoV at least 1.25× the other's.
 MUCH_MORE = times_the_second(1.25, "'much larger'")
-# Heavy transactions "only negligibly penalized" by CTP (footnote 5): at most +10%.
-NEGLIGIBLE = Criterion("heavy mean under CTP at most 10% above FIFO", lambda ours, paper: ours["CTP"] <= 1.1 * ours["FIFO"])
+# Fig. 7: MySQL's fluctuations "within 50ms" (its 100 ms response time's 99th percentile
+# above its median), amplified to "500ms" end to end (abstract): ×10, within half a decade.
+WITHIN_50MS = below(0.05, " s")
+AMPLIFIED = within_decades(0.5)
+# Testability of a CTP comparison: priority orders only requests that wait for a
+# connection; with fewer than 1% waiting, CTP and FIFO are the same run.
+WAITERS = Criterion("at least 1% of requests wait for a DB connection (priority has something to order)", lambda ours, paper: ours >= 0.01)
+
+
+# Testability of a request-rate CoV: a Poisson count at our mean must fail the criterion,
+# else any model with Poisson-like arrivals passes (1/√mean per window).
+def not_poisson(tolerance: float) -> Criterion:
+    return Criterion(
+        f"Poisson counts at our mean per window (CoV 1/√mean) would miss the paper's by more than {tolerance:g}",
+        lambda mean, paper: abs(1 / np.sqrt(mean) - paper) > tolerance,
+    )
+
+
 # Burstiness that the model's transient events cannot turn into lower thresholds (issue 17, point 3).
 # Why the model cannot give Table 1's falling thresholds (computed from `burst` below):
 # at 4,200 clients the MMPP's bursts run at 1.30× the mean rate, 30% of the time, for
@@ -87,7 +141,7 @@ FLAT_THRESHOLDS = (
     "the model's bursts (30% of the time at 1.3× the mean rate) last 3 s or more from I = 100 on, longer than the bottleneck "
     "queue takes to settle at the burst's load (~1.3 s), so the share of requests hit depends on the share of time in bursts, "
     "which I does not change; the paper's falling thresholds need bursts whose intensity or time share grows with I, and "
-    "Wang et al. do not give their generator's shape (fitting it to Table 1 would make the thresholds an input)"
+    "neither Wang et al. nor [13]'s abstract give the generator's mode shares or rates (fitting them to Table 1 would make the thresholds an input)"
 )
 
 
@@ -102,7 +156,9 @@ def measure(trace) -> dict:
     s, r = trace.summary, trace.requests
     ok = r[r.status == "ok"]
     b = bimodality(ok.response_time)
-    sv = s["tiers"]["cjdbc"]["servers"][0]
+    bottleneck = "cjdbc" if "cjdbc" in s["tiers"] else "db"
+    sv = s["tiers"][bottleneck]["servers"][0]
+    gc = sv.get("gc") or {"pause_time": 0.0, "pauses": 0}
     web_rt = residence(trace, "web", 0.1)
     light = ok[ok.type != "story"].response_time.mean()
     conc = trace.series("web", "concurrency")[0]
@@ -115,7 +171,9 @@ def measure(trace) -> dict:
         "retransmitted": float((r.retransmissions > 0).mean()),
         "failed": int((r.status != "ok").sum()),
         "bottleneck_cpu": sv["stations"]["cpu"]["utilization"],
-        "gc_time": sv["gc"]["pause_time"],
+        "gc_time": gc["pause_time"],
+        "gc_pauses": gc["pauses"],
+        "measured_seconds": s["measured_seconds"],
         "dip": b.dip,
         "dip_p": b.p_value,
         "bimodal": b.bimodal,
@@ -128,7 +186,10 @@ def measure(trace) -> dict:
         "light_mean": float(light),
         "heavy_mean": float(ok[ok.type == "story"].response_time.mean()),
         "app_concurrency_cov_100ms": cov(trace.series("app", "concurrency").sum(axis=1)),
-        "cjdbc_concurrency_mean": float(trace.series("cjdbc", "concurrency")[0].mean()),
+        "bottleneck_concurrency_mean": float(trace.series(bottleneck, "concurrency").sum(axis=1).mean()),
+        "waited_for_connection": float((r["app.wait_db"] > 0).mean()),
+        # every completed request's response time, pooled over seeds for the percentiles
+        "response_times": r.response_time.to_numpy(),
     }
 
 
@@ -137,6 +198,17 @@ def rates(trace) -> dict:
     for tier in ("web", "app", "cjdbc", "db"):
         per_window = rate(trace, tier, 0.1) * 0.1
         out[tier] = (float(per_window.mean()), float(per_window.std(ddof=0)), cov(per_window))
+    return out
+
+
+def tier_rises(trace) -> dict:
+    """Fig. 7: each tier's response time per 100 ms — its median and how far its peaks
+    (99th percentile of the windows) rise above it."""
+    out = {}
+    for tier in ("web", "app", "db"):
+        rt = residence(trace, tier, 0.1).dropna()
+        out[tier] = {"median": float(rt.median()), "p99": float(rt.quantile(0.99)), "rise": float(rt.quantile(0.99) - rt.median())}
+    out["db_concurrency_max_100ms"] = float(trace.series("db", "concurrency").sum(axis=1).max())
     return out
 
 
@@ -152,23 +224,47 @@ def series(trace) -> dict:
     return out
 
 
+def pooled(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """p95 and p98 of every seed's requests together, per `by` (a percentile of the
+    pooled sample, not a mean of per-seed percentiles)."""
+    out = {}
+    for key, g in rows.groupby(by, sort=False):
+        rt = np.concatenate(list(g.response_times))
+        out[key] = {"p95": float(np.percentile(rt, 95)), "p98": float(np.percentile(rt, 98))}
+    return pd.DataFrame.from_dict(out, orient="index")
+
+
+def summarize(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """Means over seeds of every figure, the percentiles pooled."""
+    means = rows.drop(columns=["response_times", "modes", "p95", "p98"], errors="ignore").groupby(by, sort=False).mean(numeric_only=True)
+    return means.join(pooled(rows, by))
+
+
 # ---- model variants -------------------------------------------------------------------
 
 
-def shared_pool(queue: str, size: int) -> dict:
-    """The CTP variant: one connection pool per Tomcat shared by every servlet, FIFO or
-    priority-ordered by request class (light before heavy)."""
-    text = json.dumps(load_model(MODEL).spec.model_dump(mode="json", exclude_none=True, by_alias=True))
-    model = json.loads(re.sub(r"conn_(story_list|story|search|light)\b", "db", text))
+def shared_pool(path: Path, queue: str, size: int) -> dict:
+    """The CTP variant (Fig. 9): one connection pool per Tomcat shared by every servlet,
+    FIFO or priority-ordered by request class (light before heavy)."""
+    text = json.dumps(load_model(path).spec.model_dump(mode="json", exclude_none=True, by_alias=True))
+    model = json.loads(re.sub(r"conn_(story_list|story|search|light)\b", "db_conn", text))
     model["tiers"]["app"]["pools"] = {
         "threads": model["tiers"]["app"]["pools"]["threads"],
-        "db": {"kind": "connections", "size": size, "timeout": 30, "queue": queue},
+        "db_conn": {"kind": "connections", "size": size, "timeout": 30, "queue": queue},
     }
     return model
 
 
 def per_servlet(size: int) -> dict:
     return {f"tiers.app.pools.conn_{c}.size": size for c in ("story_list", "story", "search", "light")}
+
+
+def frame(keys: list[tuple], names: tuple[str, ...], got: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([dict(zip(names, k)) | m for k, m in zip(keys, got)])
+
+
+def to_csv(rows: pd.DataFrame, path: Path) -> None:
+    rows.drop(columns=["response_times", "modes"], errors="ignore").to_csv(path, index=False)
 
 
 def main() -> None:
@@ -179,27 +275,28 @@ def main() -> None:
     duration = 300.0 if a.quick else 600.0  # the paper's runs: 10 minutes
     seeds = (1,) if a.quick else (1, 2, 3)
     model = load_model(MODEL).with_run(duration=duration, warmup=60.0)
+    model_1l = load_model(MODEL_1L2L1L).with_run(duration=duration, warmup=60.0)
     go = dict(scheduler=a.scheduler)
 
     # 1. Bi-modality at 5,200 clients.
-    runs = [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, s) for i in BURSTS for s in seeds]
-    got = sweep(model, runs, measure, progress="bimodal", **go)
-    bimodal = pd.DataFrame([{"I": i, "seed": s, **m} for (i, s), m in zip([(i, s) for i in BURSTS for s in seeds], got)])
+    keys = [(i, s) for i in BURSTS for s in seeds]
+    got = sweep(model, [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, s) for i, s in keys], measure, progress="bimodal", **go)
+    bimodal = frame(keys, ("I", "seed"), got)
     bimodal["paper_mean"] = bimodal.I.map(PAPER_MEAN_RT)
-    bimodal.to_csv(out / "bimodal.csv", index=False)
+    to_csv(bimodal, out / "bimodal.csv")
     shown = sweep(model, [Run({"workload.population.clients": 5200, "workload.burstiness": burst(i)}, 1) for i in BURSTS], series, progress="series", **go)
     _plot_distributions(dict(zip(BURSTS, shown)), out / "distributions.png")
     _plot_series(shown[0], out / "fine_vs_coarse.png")
 
     # 2. Threshold workload per burstiness.
     loads = list(range(3400, 5401, 400 if a.quick else 200))
-    keys = [(i, wl, s) for i in BURSTS for wl in loads for s in seeds]
+    ramp_keys = [(i, wl, s) for i in BURSTS for wl in loads for s in seeds]
     got = sweep(
-        model, [Run({"workload.population.clients": wl, "workload.burstiness": burst(i)}, s) for i, wl, s in keys], measure, progress="thresholds", **go
+        model, [Run({"workload.population.clients": wl, "workload.burstiness": burst(i)}, s) for i, wl, s in ramp_keys], measure, progress="thresholds", **go
     )
-    ramps = pd.DataFrame([{"I": i, "load": wl, "seed": s, **m} for (i, wl, s), m in zip(keys, got)]).drop(columns="modes")
+    ramps = frame(ramp_keys, ("I", "load", "seed"), got).drop(columns=["response_times", "modes"])
     ramps.to_csv(out / "threshold_ramps.csv", index=False)
-    per_load = ramps.groupby(["I", "load"], as_index=False)[["retransmitted", "bottleneck_cpu", "p98"]].mean()
+    per_load = ramps.groupby(["I", "load"], as_index=False)[["retransmitted", "bottleneck_cpu"]].mean()
     thresholds = []
     for i, g in per_load.groupby("I"):
         wl = retransmission_threshold(g)
@@ -227,45 +324,59 @@ def main() -> None:
     )
     amplification.to_csv(out / "amplification.csv", index=False)
 
-    # 4. Stabilizers at 5,600 clients (the paper's Fig. 11; Fig. 10 used 5,800), I = 1:
-    # CTP at a shared pool; connections per servlet.
-    cases = {
-        "shared pool, FIFO": (load_model(shared_pool("fifo", 8), base_dir=MODEL.parent), {}),
-        "shared pool, CTP": (load_model(shared_pool("priority", 8), base_dir=MODEL.parent), {}),
-        "DBconn24": (model, per_servlet(24)),
-        "DBconn12": (model, per_servlet(12)),
-        "DBconn2": (model, per_servlet(2)),
+    # 4. Table 3: C-JDBC's CPU and GC per load with 24 and 2 connections per servlet, I = 1;
+    # Fig. 11 is its 5,600-client pair.
+    t3_keys = [(case, wl, s) for case in PAPER_TABLE3 for wl in TABLE3_LOADS for s in seeds]
+    got = sweep(
+        model,
+        [Run({**per_servlet(int(case.removeprefix("DBconn"))), "workload.population.clients": wl}, s) for case, wl, s in t3_keys],
+        measure,
+        progress="table3",
+        **go,
+    )
+    table3 = frame(t3_keys, ("case", "load", "seed"), got)
+    table3["gc_per_run"] = table3.gc_time * PAPER_RUN / table3.measured_seconds
+    table3["cell"] = table3.case + " " + table3.load.astype(str)
+    to_csv(table3.drop(columns="cell"), out / "table3.csv")
+    t3 = summarize(table3, "cell")
+    traces = {
+        case: sweep(model, [Run({**per_servlet(int(case.removeprefix("DBconn"))), "workload.population.clients": STABILIZED}, 1)], series, progress=None, **go)[
+            0
+        ]
+        for case in PAPER_TABLE3
+    }
+    _plot_stabilizers(traces, f"Web-tier response time per 100 ms, 1/2/1/2 at {STABILIZED:,} clients (the paper's Fig. 11)", out / "fig11.png")
+
+    # 5. The 1L/2L/1L topology (MySQL the bottleneck): Fig. 7 at 5,400 clients with
+    # DBconn24, Fig. 10 at 5,800 with DBconn2 — the original per-servlet pools against
+    # CTP at one pool per Tomcat of the same 8 connections (and the same pool FIFO, to
+    # tell the priority from the pooling).
+    rises = sweep(model_1l, [Run({**per_servlet(24), "workload.population.clients": FIG7_LOAD}, s) for s in seeds], tier_rises, progress="fig7", **go)
+    fig7 = pd.DataFrame([{"seed": s, "tier": t, **r[t]} for s, r in zip(seeds, rises) for t in ("web", "app", "db")])
+    fig7.to_csv(out / "fig7.csv", index=False)
+    fig10_cases = {
+        "original": (model_1l, per_servlet(2)),
+        "shared pool, FIFO": (load_model(shared_pool(MODEL_1L2L1L, "fifo", 8), base_dir=MODEL.parent), {}),
+        "shared pool, CTP": (load_model(shared_pool(MODEL_1L2L1L, "priority", 8), base_dir=MODEL.parent), {}),
     }
     rows, traces = [], {}
-    for name, (m, changes) in cases.items():
+    for name, (m, changes) in fig10_cases.items():
         m = m.with_run(duration=duration, warmup=60.0)
-        got = sweep(m, [Run({**changes, "workload.population.clients": STABILIZED}, s) for s in seeds], measure, progress=name, **go)
+        got = sweep(m, [Run({**changes, "workload.population.clients": FIG10_LOAD}, s) for s in seeds], measure, progress=name, **go)
         rows += [{"case": name, "seed": s, **g} for s, g in zip(seeds, got)]
-        traces[name] = sweep(m, [Run({**changes, "workload.population.clients": STABILIZED}, 1)], series, progress=None, **go)[0]
-    stabilizers = pd.DataFrame(rows).drop(columns="modes")
-    stabilizers.to_csv(out / "stabilizers.csv", index=False)
-    _plot_stabilizers(traces, out / "stabilizers.png")
+        traces[name] = sweep(m, [Run({**changes, "workload.population.clients": FIG10_LOAD}, 1)], series, progress=None, **go)[0]
+    fig10 = pd.DataFrame(rows)
+    to_csv(fig10, out / "fig10.csv")
+    _plot_stabilizers(traces, f"Web-tier response time per 100 ms, 1L/2L/1L at {FIG10_LOAD:,} clients (the paper's Fig. 10)", out / "fig10.png")
 
-    mean = bimodal.groupby("I")[["mean", "p95", "p98", "retransmitted", "over_3s", "bottleneck_cpu", "dip_p"]].mean()
-    stab = stabilizers.groupby("case", sort=False)[
-        [
-            "throughput",
-            "mean",
-            "p98",
-            "retransmitted",
-            "bottleneck_cpu",
-            "web_rt_cov_100ms",
-            "web_rt_max_100ms",
-            "light_mean",
-            "heavy_mean",
-            "gc_time",
-            "cjdbc_concurrency_mean",
-        ]
-    ].mean()
+    at = summarize(bimodal, "I")
+    f10 = summarize(fig10, "case")
+    f7 = fig7.groupby("tier")[["median", "p99", "rise"]].mean()
+    shown_cols = ["throughput", "mean", "p98", "retransmitted", "bottleneck_cpu", "web_rt_cov_100ms", "web_rt_max_100ms"]
     result = {
         "bimodal_at_5200": {
             int(i): {
-                **mean.loc[i].round(4).to_dict(),
+                **at.loc[i, ["mean", "p95", "p98", "retransmitted", "over_3s", "bottleneck_cpu", "dip_p"]].round(4).to_dict(),
                 "bimodal_in_all_seeds": bool(bimodal[bimodal.I == i].bimodal.all()),
                 "modes_seed1": [round(x, 3) for x in bimodal[(bimodal.I == i) & (bimodal.seed == seeds[0])].modes.iloc[0]],
                 "paper_mean": PAPER_MEAN_RT[i],
@@ -277,23 +388,48 @@ def main() -> None:
         "paper_rate_cov": {t: v[2] for t, v in PAPER_RATE.items()},
         "queries_per_page": float(amplification.set_index("tier")["mean"]["db"] / amplification.set_index("tier")["mean"]["web"]),
         "paper_queries_per_page": 9.3,
-        "stabilizers": stab.round(4).to_dict(orient="index"),
+        "table3": {
+            f"{case} {wl}": {
+                **t3.loc[f"{case} {wl}", ["throughput", "bottleneck_cpu", "gc_per_run", "gc_pauses", "bottleneck_concurrency_mean"]].round(4).to_dict(),
+                "paper": dict(zip(("throughput", "cpu", "gc"), PAPER_TABLE3[case][wl])),
+            }
+            for case in PAPER_TABLE3
+            for wl in TABLE3_LOADS
+        },
+        "fig11_at_5600": {case: t3.loc[f"{case} {STABILIZED}", shown_cols].round(4).to_dict() for case in PAPER_TABLE3},
+        "fig7_1l2l1l_dbconn24_5400": f7.round(4).to_dict(orient="index"),
+        "fig10_1l2l1l_dbconn2_5800": f10[
+            shown_cols + ["light_mean", "heavy_mean", "app_concurrency_cov_100ms", "bottleneck_concurrency_mean", "waited_for_connection"]
+        ]
+        .round(4)
+        .to_dict(orient="index"),
     }
     write_result(out, result, seeds)
-    _claims(bimodal, thresholds, amplification, stab, duration).write(out)
+    _claims(at, bimodal, thresholds, amplification, t3, f7, f10).write(out)
 
 
-def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.DataFrame, stab: pd.DataFrame, duration: float) -> Ledger:
+def _claims(
+    at: pd.DataFrame, bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.DataFrame, t3: pd.DataFrame, f7: pd.DataFrame, f10: pd.DataFrame
+) -> Ledger:
     ledger = Ledger()
-    at = bimodal.groupby("I").mean(numeric_only=True)
     per_i = lambda col, Is=BURSTS: {int(i): float(at.loc[i, col]) for i in Is}  # noqa: E731
+    cell = lambda case, wl, col: float(t3.loc[f"{case} {wl}", col])  # noqa: E731
+    # Why the I = 1 tail is missing, from the calibrated GC: its pauses at 5,200 clients.
+    pause_5200 = cell("DBconn24", 5200, "gc_time") / max(cell("DBconn24", 5200, "gc_pauses"), 1)
+    rate_5200 = float(at.loc[1, "throughput"])
+    no_surge = (
+        f"the web tier drops connections only past 178 concurrent requests (50 threads + 128 backlog); the model's only transient event at "
+        f"C-JDBC, GC calibrated to Table 3, pauses it {pause_5200 * 1000:.1f} ms on average at 5,200 clients (DBconn24), in which "
+        f"{rate_5200:.0f} requests/s bring {rate_5200 * pause_5200:.0f} requests: no surge near 178; the paper's Fig. 4h shows 100 ms peaks "
+        "close to 178 at I = 1, from transient events the model does not have (L2 misses and scheduling, §4.1, beyond Table 3's GC)"
+    )
     for i in BURSTS:
         ledger.check(
             f"Mean response time at 5,200 clients, I = {i} (Fig. 2{'abcd'[BURSTS.index(i)]})",
             PAPER_MEAN_RT[i],
             float(at.loc[i, "mean"]),
             MEAN_RT,
-            FLAT_THRESHOLDS if i > 1 else "not diagnosed",
+            FLAT_THRESHOLDS if i > 1 else no_surge,
         )
     ledger.check(
         "Mean response time at 5,200 clients grows with burstiness I = 1, 100, 400, 1000 (Fig. 2)", PAPER_MEAN_RT, per_i("mean"), increasing(), FLAT_THRESHOLDS
@@ -303,6 +439,7 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         True,
         {int(i): bool(bimodal[bimodal.I == i].bimodal.all()) for i in BURSTS},
         each(equal()),
+        no_surge,
     )
     ledger.input(
         "Bottleneck (C-JDBC) CPU near 90% at 5,200 clients, I = 1 (Fig. 2)",
@@ -316,8 +453,8 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         0.90,
         per_i("bottleneck_cpu", BURSTS[1:]),
         each(CPU),
-        "likely the clients stalled in TCP retransmission (3 s, 6 s, …), which take load off the bottleneck in a closed population; "
-        "the model's retransmitted share at I ≥ 100 is a multiple of its share at I = 1",
+        "the clients stalled in TCP retransmission (3 s, 6 s, …) take load off the bottleneck in a closed population: "
+        f"the model retransmits {per_i('retransmitted')[1000]:.1%} of requests at I = 1000 against {per_i('retransmitted')[1]:.1%} at I = 1",
     )
     ledger.check(
         "The share of requests longer than 3 s grows with burstiness (Fig. 2: 'the more bursty the workload, the more requests … longer than 3 seconds')",
@@ -326,16 +463,24 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         increasing(),
         FLAT_THRESHOLDS,
     )
-    ledger.check("95th percentile below 0.2 s at I = 1 and I = 100 (Fig. 3)", 0.2, per_i("p95", [1, 100]), each(below(0.2, " s")), FLAT_THRESHOLDS)
-    ledger.check("98th percentile above 3 s at I = 1 and I = 100 (Fig. 3)", 3.0, per_i("p98", [1, 100]), each(above(3, " s")), FLAT_THRESHOLDS)
     ledger.check(
-        "95th percentile beyond 3 s at the higher burstiness, I = 400 and 1000 (Fig. 3)",
+        "95th percentile below 0.2 s at I = 1 and I = 100 (Fig. 3; pooled over seeds)", 0.2, per_i("p95", [1, 100]), each(below(0.2, " s")), FLAT_THRESHOLDS
+    )
+    ledger.check(
+        "98th percentile above 3 s at I = 1 and I = 100 (Fig. 3; pooled over seeds)",
+        3.0,
+        per_i("p98", [1, 100]),
+        each(above(3, " s")),
+        f"I = 1: {no_surge}; I = 100: {FLAT_THRESHOLDS}",
+    )
+    ledger.check(
+        "95th percentile beyond 3 s at the higher burstiness, I = 400 and 1000 (Fig. 3; pooled over seeds)",
         3.0,
         per_i("p95", [400, 1000]),
         each(above(3, " s")),
         FLAT_THRESHOLDS,
     )
-    ledger.check("98th percentile above 9 s at I = 1000 (Fig. 3)", 9.0, float(at.loc[1000, "p98"]), above(9, " s"), FLAT_THRESHOLDS)
+    ledger.check("98th percentile above 9 s at I = 1000 (Fig. 3; pooled over seeds)", 9.0, float(at.loc[1000, "p98"]), above(9, " s"), FLAT_THRESHOLDS)
     ledger.check(
         "Web-tier response time fluctuates at 100 ms and looks stable at 10 s, I = 1, 5,200 clients (Fig. 4b vs 4c): CoV per window",
         "large at 100 ms, 'relatively stable' at 10 s",
@@ -347,6 +492,7 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         10.0,
         float(at.loc[1, "web_concurrency_peak_to_mean"]),
         within_decades(0.5),
+        no_surge,
     )
     th = thresholds.set_index("I")
     for i in BURSTS:
@@ -356,7 +502,7 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
             PAPER_THRESHOLD[i][0],
             None if pd.isna(ours) else float(ours),
             THRESHOLD,
-            FLAT_THRESHOLDS if i > 1 else None,
+            FLAT_THRESHOLDS if i > 1 else no_surge,
         )
     ledger.check(
         "The threshold workload decreases as burstiness grows (Table 1: 5000, 4800, 4400, 3800)",
@@ -388,66 +534,169 @@ def _claims(bimodal: pd.DataFrame, thresholds: pd.DataFrame, amplification: pd.D
         "examples/rubbos_3tier.yaml gives a page ~9 SQL queries, as the paper's Table 4",
     )
     for tier in ("web", "db"):
-        ledger.check(f"Request-rate CoV per 100 ms at the {tier} tier, 3,000 clients (Table 4)", PAPER_RATE[tier][2], float(amp["cov"][tier]), RATE_COV)
+        ledger.check(
+            f"Request-rate CoV per 100 ms at the {tier} tier, 3,000 clients (Table 4)",
+            PAPER_RATE[tier][2],
+            float(amp["cov"][tier]),
+            RATE_COV,
+            "the DB tier's counts are pages' queries summed: CoV_db² ≈ CoV_web²·(1 + CV_K²), K the queries per page, so the paper's 0.20 over 0.16 "
+            "needs K to vary with a CoV near 0.75; the model's classes issue a fixed 8, 11, 6 or 1 queries, and a page's queries fall in one or two windows",
+            testable=not_poisson(RATE_COV_TOLERANCE),
+            testable_data=float(amp["mean"][tier]),
+        )
     ledger.check(
         "Top-down amplification: the DB tier's request-rate CoV above the web tier's (Table 4: 0.20 > 0.16)",
         {"db": 0.20, "web": 0.16},
         {"db": float(amp["cov"]["db"]), "web": float(amp["cov"]["web"])},
         decreasing(),
     )
-    case = lambda name, col: float(stab.loc[name, col])  # noqa: E731
-    ledger.check(
-        "At 5,600 clients the C-JDBC JVM spends longer in GC with DBconn24 than with DBconn2 (Table 3: 2.15 s vs 0.45 s)",
-        {k: v["gc"] for k, v in PAPER_TABLE3_5600.items()},
-        {"DBconn24": case("DBconn24", "gc_time"), "DBconn2": case("DBconn2", "gc_time")},
-        decreasing(),
+
+    # Table 3: the GC is calibrated to the DBconn24 column (examples/rubbos_3tier.yaml);
+    # the DBconn2 column, its growth and the gap between the columns are predictions.
+    gc = {case: {wl: cell(case, wl, "gc_per_run") for wl in TABLE3_LOADS} for case in PAPER_TABLE3}
+    paper_gc = {case: {wl: v[2] for wl, v in cells.items()} for case, cells in PAPER_TABLE3.items()}
+    calibrated = (
+        "examples/rubbos_3tier.yaml's C-JDBC GC (a collection per 512 MB at 200 MB per CPU-second; a pause of 0.04 ms × c², "
+        "c the requests in progress) is fitted to Table 3's DBconn24 column, its growth from 3,000 to 5,600 clients included"
+    )
+    ledger.input(
+        f"C-JDBC GC time per {PAPER_RUN:g} s run with DBconn24, 3,000-5,600 clients (Table 3)", paper_gc["DBconn24"], gc["DBconn24"], each(FACTOR_2), calibrated
+    )
+    ledger.input(
+        "C-JDBC GC grows 43-fold from 3,000 to 5,600 clients with DBconn24 (Table 3: 0.05 s to 2.15 s)",
+        2.15 / 0.05,
+        gc["DBconn24"][5600] / gc["DBconn24"][3000],
+        FACTOR_2,
+        calibrated,
+    )
+    crowding = (
+        "the model's C-JDBC holds {c24:.1f} requests in progress on average with DBconn24 and {c2:.1f} with DBconn2 at {wl:,} clients; "
+        "the paper's C-JDBC fluctuates at 100 ms (Fig. 4e: CPU often at 100%) and must hold more with DBconn24 than ours to collect 5.6x as long at 5,000"
     )
     ledger.check(
-        f"C-JDBC GC time at 5,600 clients, DBconn24 and DBconn2 (Table 3; ours over {duration:g} s, the paper's over 600 s), scaled to 600 s",
-        {k: v["gc"] for k, v in PAPER_TABLE3_5600.items()},
-        {k: case(k, "gc_time") * 600 / duration for k in PAPER_TABLE3_5600},
-        each(close(0.5)),
-        "the model's GC pause grows with the requests in progress and is calibrated to no GC figure of the paper: its total is far above the paper's",
+        f"C-JDBC GC time per {PAPER_RUN:g} s run with DBconn2, 3,000-5,600 clients (Table 3; predicted from the DBconn24 fit)",
+        paper_gc["DBconn2"],
+        gc["DBconn2"],
+        each(FACTOR_2),
+        crowding.format(c24=cell("DBconn24", 5000, "bottleneck_concurrency_mean"), c2=cell("DBconn2", 5000, "bottleneck_concurrency_mean"), wl=5000),
+    )
+    ledger.check(
+        "C-JDBC GC grows 9-fold from 3,000 to 5,600 clients with DBconn2 (Table 3: 0.05 s to 0.45 s; predicted)",
+        0.45 / 0.05,
+        gc["DBconn2"][5600] / gc["DBconn2"][3000],
+        FACTOR_2,
+        crowding.format(c24=cell("DBconn24", 5600, "bottleneck_concurrency_mean"), c2=cell("DBconn2", 5600, "bottleneck_concurrency_mean"), wl=5600),
+    )
+    ledger.check(
+        "C-JDBC GC grows with the load with DBconn2 (Table 3: 0.05, 0.07, 0.19, 0.37, 0.40, 0.45 s)",
+        paper_gc["DBconn2"],
+        gc["DBconn2"],
+        increasing(),
+        crowding.format(c24=cell("DBconn24", 5400, "bottleneck_concurrency_mean"), c2=cell("DBconn2", 5400, "bottleneck_concurrency_mean"), wl=5400),
+    )
+    for wl in (5000, 5600):
+        ledger.check(
+            f"At {wl:,} clients C-JDBC spends longer in GC with DBconn24 than with DBconn2 (Table 3: {paper_gc['DBconn24'][wl]} s vs {paper_gc['DBconn2'][wl]} s)",
+            {case: paper_gc[case][wl] for case in PAPER_TABLE3},
+            {case: gc[case][wl] for case in PAPER_TABLE3},
+            decreasing(),
+            crowding.format(c24=cell("DBconn24", wl, "bottleneck_concurrency_mean"), c2=cell("DBconn2", wl, "bottleneck_concurrency_mean"), wl=wl),
+        )
+    ledger.check(
+        "C-JDBC CPU per load, DBconn24 and DBconn2, 3,000-5,600 clients (Table 3)",
+        {f"{case} {wl}": PAPER_TABLE3[case][wl][1] for case in PAPER_TABLE3 for wl in TABLE3_LOADS},
+        {f"{case} {wl}": cell(case, wl, "bottleneck_cpu") for case in PAPER_TABLE3 for wl in TABLE3_LOADS},
+        each(CPU),
+        "the model's C-JDBC CPU per request grows by its contention overhead alone (0.2% per concurrent request), the paper's by "
+        f"{PAPER_TABLE3['DBconn24'][5600][1] / PAPER_TABLE3['DBconn24'][5600][0] / (PAPER_TABLE3['DBconn24'][3000][1] / PAPER_TABLE3['DBconn24'][3000][0]) - 1:.0%} "
+        "from 3,000 to 5,600 clients with DBconn24 (its GC's CPU and cache misses)",
     )
     ledger.check(
         "At 5,600 clients C-JDBC's CPU is higher with DBconn24 than with DBconn2 (Table 3: 98.8% vs 96.6%)",
-        {k: v["cpu"] for k, v in PAPER_TABLE3_5600.items()},
-        {k: case(k, "bottleneck_cpu") for k in PAPER_TABLE3_5600},
+        {case: PAPER_TABLE3[case][5600][1] for case in PAPER_TABLE3},
+        {case: cell(case, 5600, "bottleneck_cpu") for case in PAPER_TABLE3},
         decreasing(),
     )
     ledger.check(
         "Throughput at 5,600 clients, DBconn24 and DBconn2 (Table 3: 779 and 795 requests/s)",
-        {k: v["throughput"] for k, v in PAPER_TABLE3_5600.items()},
-        {k: case(k, "throughput") for k in PAPER_TABLE3_5600},
+        {case: PAPER_TABLE3[case][5600][0] for case in PAPER_TABLE3},
+        {case: cell(case, 5600, "throughput") for case in PAPER_TABLE3},
         each(close(0.05)),
-        "with 24 connections per servlet the model's C-JDBC loses more to GC and contention than the paper's, and retransmissions idle the clients",
     )
     ledger.check(
         "Limiting the bottleneck's concurrency stabilizes the web response time (Fig. 11, 5,600 clients): 100 ms CoV, DBconn24 above DBconn2",
         "DBconn24 fluctuates much more",
-        {"DBconn24": case("DBconn24", "web_rt_cov_100ms"), "DBconn2": case("DBconn2", "web_rt_cov_100ms")},
+        {case: cell(case, STABILIZED, "web_rt_cov_100ms") for case in PAPER_TABLE3},
         MUCH_MORE,
+        crowding.format(c24=cell("DBconn24", 5600, "bottleneck_concurrency_mean"), c2=cell("DBconn2", 5600, "bottleneck_concurrency_mean"), wl=5600)
+        + f"; with GC of Table 3's size the pauses (mean {cell('DBconn24', 5600, 'gc_time') / max(cell('DBconn24', 5600, 'gc_pauses'), 1) * 1000:.1f} ms) are too short to queue the web tier",
     )
+
+    # Fig. 7 (1L/2L/1L, DBconn24, 5,400 clients): MySQL's small fluctuations amplified.
+    rise = f7["rise"]
+    db_queue = (
+        f"MySQL's 100 ms response time rises {rise['db'] * 1000:.1f} ms at its peaks and the web tier's {rise['web'] * 1000:.1f} ms: "
+        "the page's ~9 queries multiply MySQL's rise, but with 24 connections per servlet (192 at MySQL) the Tomcats' requests reach MySQL "
+        "instead of queueing in front of it, so the front tiers add no waiting of their own; the paper's front tiers queue once MySQL holds "
+        "about 90 (Fig. 7a), a soft-resource limit near 90 the paper does not state"
+    )
+    ledger.check(
+        "MySQL's response-time fluctuations stay within 50 ms at 5,400 clients, 1L/2L/1L, DBconn24 (Fig. 7c): its 100 ms peaks (99th percentile) above its median",
+        0.05,
+        float(rise["db"]),
+        WITHIN_50MS,
+        db_queue,
+    )
+    ledger.check(
+        "A 50 ms rise in the database becomes about 500 ms end to end (abstract; Fig. 7c): the web tier's peak rise over MySQL's, 1L/2L/1L, DBconn24, 5,400 clients",
+        10.0,
+        float(rise["web"] / rise["db"]),
+        AMPLIFIED,
+        db_queue,
+    )
+
+    ledger.check(
+        "The end-to-end response time's peaks rise about 500 ms (abstract; Fig. 7c): the web tier's 100 ms peaks above its median, 1L/2L/1L, DBconn24, 5,400 clients",
+        0.5,
+        float(rise["web"]),
+        AMPLIFIED,
+        db_queue,
+    )
+
+    # Fig. 10 (1L/2L/1L, DBconn2, 5,800 clients): CTP against the original pools.
+    case = lambda name, col: float(f10.loc[name, col])  # noqa: E731
     fifo, ctp = "shared pool, FIFO", "shared pool, CTP"
-    ledger.check(
-        "Cross-tier priority stabilizes the web response time (Fig. 10; ours at 5,600 clients, a shared pool of 8): 100 ms CoV, FIFO above CTP",
-        "the original fluctuates much more",
-        {"FIFO": case(fifo, "web_rt_cov_100ms"), "CTP": case(ctp, "web_rt_cov_100ms")},
-        MUCH_MORE,
-        "not diagnosed; the study's CTP case differs from the paper's: the C-JDBC-bound 1/2/1/2 topology with one shared pool of 8 "
-        "at 5,600 clients, where the paper ran the MySQL-bound 1L/2L/1L with DBconn2 at 5,800",
+    idle_pool = (
+        f"the original's web response time peaks at {case('original', 'web_rt_max_100ms'):.2f} s per 100 ms against the paper's ~1 s (Fig. 10c): "
+        f"at MySQL's {case('original', 'bottleneck_cpu'):.0%} CPU the model's queries wait too little to back the Tomcats up, so there is little "
+        "front-tier queueing for CTP to remove; the paper's MySQL also loses CPU to concurrency (L2 misses, up to 45% overhead at high load, §4.1.1), "
+        "which the model's 0.2% per concurrent query does not reproduce; and CTP's one pool of 8 per Tomcat lets any servlet use all 8, "
+        f"so MySQL holds {case(ctp, 'bottleneck_concurrency_mean'):.1f} queries against the original's {case('original', 'bottleneck_concurrency_mean'):.1f}"
     )
     ledger.check(
-        "CTP shortens the light transactions (§4.3, §5 heuristic i): mean response time of light requests, FIFO above CTP",
+        "MySQL's concurrency is small, around eight, in both cases at 5,800 clients, 1L/2L/1L, DBconn2 (Fig. 10a, b)",
+        8.0,
+        {"original": case("original", "bottleneck_concurrency_mean"), "CTP": case(ctp, "bottleneck_concurrency_mean")},
+        each(close(0.5)),
+    )
+    for col, what in (("web_rt_cov_100ms", "web response time (Fig. 10c, d)"), ("app_concurrency_cov_100ms", "Tomcat's concurrent requests (Fig. 10a, b)")):
+        ledger.check(
+            f"CTP stabilizes the {what} at 5,800 clients, 1L/2L/1L, DBconn2: 100 ms CoV, the original above CTP",
+            "the original fluctuates much more",
+            {"original": case("original", col), "CTP": case(ctp, col)},
+            MUCH_MORE,
+            idle_pool,
+            testable=WAITERS,
+            testable_data=case(ctp, "waited_for_connection"),
+        )
+    ledger.check(
+        "CTP shortens the light transactions (§4.3, §5 heuristic i): mean response time of light requests at 5,800 clients, the same shared pool FIFO above CTP",
         "light transactions wait less",
         {"FIFO": case(fifo, "light_mean"), "CTP": case(ctp, "light_mean")},
         decreasing(),
-    )
-    ledger.check(
-        "CTP penalizes heavy transactions only negligibly (§5, footnote 5): mean response time of heavy requests",
-        "negligible or no penalty",
-        {"FIFO": case(fifo, "heavy_mean"), "CTP": case(ctp, "heavy_mean")},
-        NEGLIGIBLE,
+        idle_pool,
+        testable=WAITERS,
+        testable_data=case(fifo, "waited_for_connection"),
     )
     return ledger
 
@@ -480,13 +729,13 @@ def _plot_series(s: dict, path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
-def _plot_stabilizers(traces: dict, path: Path) -> None:
+def _plot_stabilizers(traces: dict, title: str, path: Path) -> None:
     fig, axes = plt.subplots(len(traces), 1, figsize=(10, 2 * len(traces)), sharex=True, sharey=True)
     for ax, (name, s) in zip(axes, traces.items()):
         ax.plot(s[0.1]["t"], s[0.1]["rt"], lw=0.5)
         ax.set_ylabel(name, fontsize=8)
     axes[-1].set_xlabel("time (s)")
-    fig.suptitle(f"Web-tier response time per 100 ms at {STABILIZED:,} clients (the paper's Figs. 10–11)")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 
