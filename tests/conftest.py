@@ -28,6 +28,15 @@ MAPPING = EXAMPLES / "tpcw_http.yaml"
 HTTP = load_mapping(MAPPING)  # the example's HTTP mapping, read once
 
 
+# A small closed model that runs: the base the bad-input tests change one field of.
+SMALL_MODEL = {
+    "run": {"duration": 100, "seed": 1},
+    "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu"}}}},
+    "requests": {"A": {"app": [{"acquire": "threads"}, {"cpu": 0.01}, {"release": "threads"}]}},
+    "workload": {"population": {"clients": 2}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1.0}}, "start": "A"}},
+}
+
+
 def running_testbed(db: str, workdir: Path):
     """A live testbed (the bookstore on `db`, with live_model's pools) for the block."""
     from tierlab.live.testbed import Testbed

@@ -10,16 +10,11 @@ import pytest
 import tierlab
 from tierlab import _core
 
-BASE = {
-    "run": {"duration": 100, "seed": 1},
-    "tiers": {"app": {"pools": {"threads": {"kind": "threads", "size": 4}}, "stations": {"cpu": {"kind": "cpu"}}}},
-    "requests": {"A": {"app": [{"acquire": "threads"}, {"cpu": 0.01}, {"release": "threads"}]}},
-    "workload": {"population": {"clients": 2}, "think": 1.0, "chain": {"matrix": {"A": {"A": 1.0}}, "start": "A"}},
-}
+from conftest import SMALL_MODEL
 
 
 def problems(change) -> str:
-    m = copy.deepcopy(BASE)
+    m = copy.deepcopy(SMALL_MODEL)
     change(m)
     with pytest.raises(tierlab.ModelError) as e:
         tierlab.simulate(m)
@@ -27,7 +22,7 @@ def problems(change) -> str:
 
 
 def test_base_model_is_valid():
-    assert tierlab.simulate(BASE).summary["requests"]["ok"] > 0
+    assert tierlab.simulate(SMALL_MODEL).summary["requests"]["ok"] > 0
 
 
 def test_unknown_field():
@@ -84,7 +79,7 @@ def test_non_positive_rates_and_sizes(change, path):
 def test_rows_must_sum_to_one():
     msg = problems(lambda m: m["workload"]["chain"].update(matrix={"A": {"A": 0.5}}))
     assert "row 'A'" in msg and "sum to 0.5" in msg and "normalize: true" in msg
-    m = copy.deepcopy(BASE)
+    m = copy.deepcopy(SMALL_MODEL)
     m["workload"]["chain"].update(matrix={"A": {"A": 0.5}}, normalize=True)
     assert tierlab.simulate(m).summary["requests"]["ok"] > 0
 
@@ -118,7 +113,7 @@ def test_bad_distribution_and_step_shapes():
 
 
 def test_overloaded_open_workload_warns_but_runs():
-    m = copy.deepcopy(BASE)
+    m = copy.deepcopy(SMALL_MODEL)
     m["workload"] = {"population": {"session_rate": 150}, "chain": {"matrix": {"A": {"END_OF_SESSION": 1.0}}, "start": "A"}}
     m["tiers"]["app"]["pools"]["threads"]["size"] = 1000
     with pytest.warns(tierlab.ModelWarning, match=r"tiers.app.stations.cpu to 150%"):
@@ -128,7 +123,7 @@ def test_overloaded_open_workload_warns_but_runs():
 
 def test_engine_refusals_name_the_field():
     """A malformed engine input that slips past the checks gets the engine's own error."""
-    m = json.loads(json.dumps(tierlab.load_model(BASE).engine()))
+    m = json.loads(json.dumps(tierlab.load_model(SMALL_MODEL).engine()))
     m["types"][0]["programs"][0].insert(0, {"op": "delay", "time": {"kind": "empirical", "values": [], "cumulative": []}})
     with pytest.raises(ValueError, match=r"engine model: requests\.A\.app\[0\]: .* is not a valid distribution"):
         _core.simulate(json.dumps(m))
@@ -137,7 +132,7 @@ def test_engine_refusals_name_the_field():
 
 
 def test_missing_trace_table(tmp_path):
-    t = tierlab.simulate(BASE)
+    t = tierlab.simulate(SMALL_MODEL)
     t.write(tmp_path)
     (tmp_path / "timeseries.parquet").unlink()
     with pytest.raises(tierlab.TraceError, match="missing timeseries.parquet"):

@@ -10,19 +10,18 @@ import re
 
 import pytest
 import yaml
-from test_bad_input import BASE
 
 import tierlab
 from tierlab.errors import EngineError
 from tierlab.model import limits
 from tierlab.run.simulate import run_engine
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, SMALL_MODEL
 
 
 def refused(change, model=None) -> str:
-    """The ModelError text for `model` (default BASE) changed by `change`."""
-    m = copy.deepcopy(model or BASE)
+    """The ModelError text for `model` (default SMALL_MODEL) changed by `change`."""
+    m = copy.deepcopy(model or SMALL_MODEL)
     change(m)
     with pytest.raises(tierlab.ModelError) as e:
         tierlab.simulate(tierlab.load_model(m, base_dir=EXAMPLES))
@@ -163,7 +162,7 @@ def test_the_limits_leave_room_for_every_example():
 
 def test_yaml_numbers_in_exponent_form_are_numbers(tmp_path):
     """PyYAML (YAML 1.1) reads `1e-9` and `1.0e9` as texts; the model file loader does not."""
-    m = copy.deepcopy(BASE)
+    m = copy.deepcopy(SMALL_MODEL)
     f = tmp_path / "m.yaml"
     f.write_text(yaml.safe_dump(m).replace("duration: 100", "duration: 1e2"))
     assert tierlab.load_model(f).spec.run.duration == 100.0
@@ -171,7 +170,7 @@ def test_yaml_numbers_in_exponent_form_are_numbers(tmp_path):
 
 def test_engine_refusals_become_model_errors_with_the_field():
     """What slips past validation and fails the engine's own check names the field."""
-    engine = tierlab.load_model(BASE).engine()
+    engine = tierlab.load_model(SMALL_MODEL).engine()
     engine["types"][0]["programs"][0].insert(0, {"op": "delay", "time": {"kind": "empirical", "values": [], "cumulative": []}})
     with pytest.raises(tierlab.ModelError) as e:
         run_engine(tierlab._core.simulate, engine, None, "m.yaml")
@@ -187,7 +186,7 @@ def test_an_engine_panic_becomes_an_engine_error():
         raise RuntimeError("the simulation engine failed (a bug in tierlab, please report it): index out of bounds")
 
     with pytest.raises(EngineError, match="a bug in tierlab"):
-        run_engine(panics, tierlab.load_model(BASE).engine(), None, None)
+        run_engine(panics, tierlab.load_model(SMALL_MODEL).engine(), None, None)
 
     class PanicException(BaseException):  # PyO3's, for a panic outside catch_unwind
         pass
@@ -196,7 +195,7 @@ def test_an_engine_panic_becomes_an_engine_error():
         raise PanicException("index out of bounds")
 
     with pytest.raises(EngineError, match="a bug in tierlab.*index out of bounds"):
-        run_engine(panics_outside, tierlab.load_model(BASE).engine(), None, None)
+        run_engine(panics_outside, tierlab.load_model(SMALL_MODEL).engine(), None, None)
 
 
 def test_the_json_schema_states_every_range():

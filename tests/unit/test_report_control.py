@@ -3,7 +3,7 @@ the decisions that changed one, with their reasons; nothing of it without a cont
 
 from __future__ import annotations
 
-from test_control_sim import GRADIENT, bursty
+from control_models import GRADIENT, bursty
 
 import tierlab
 from tierlab.report.html import report

@@ -8,7 +8,7 @@ import math
 
 import pandas as pd
 import pytest
-from test_capacity_bisection import SERVICE, _queue
+from queue_models import SERVICE, md1_queue
 
 import tierlab
 from tierlab.errors import InputError
@@ -51,7 +51,7 @@ def test_measure_takes_each_repeats_probe_and_reports_raw_and_scaled():
         return trace
 
     probed = truth.Probed(machine_run)
-    model = _queue().with_changes({"run.duration": 20.0, "workload.population": {"session_rate": 10.0}})
+    model = md1_queue().with_changes({"run.duration": 20.0, "workload.population": {"session_rate": 10.0}})
 
     def run(config: str) -> dict[str, float]:
         probed(model)
@@ -65,7 +65,7 @@ def test_measure_takes_each_repeats_probe_and_reports_raw_and_scaled():
 
 
 def test_repeated_capacity_searches_bisect_each_to_one_percent():
-    model = _queue().with_changes({"run.duration": 500.0})
+    model = md1_queue().with_changes({"run.duration": 500.0})
     table, found = truth.capacity(model, [(1, 1)], tierlab.simulate, start=60.0, step=10.0, runs=1, repeats=3)
     assert len(table) == 3 and table["probe_ms"].isna().all()  # simulated: no machine to probe
     row = found.iloc[0]
