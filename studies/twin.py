@@ -53,6 +53,7 @@ from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.setup import CALIBRATED, CAPACITY_BOUND, RT_BOUND, THROUGHPUT_BOUND, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.verify import verify
 from tierlab.experiments.twin.verify import write as write_verify
+from tierlab.live.lifecycle import Server
 from tierlab.live.testbed import Testbed
 
 # Shares of CALIBRATED's capacity as its profile brackets it (the lowest rate its climb
@@ -63,8 +64,8 @@ VERIFY_LOADS = (0.4, 0.8)  # shares of each configuration's measured capacity
 UNSEEN_MIX = {"SRES": 2.0}  # twice the transitions into Search
 
 
-def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False) -> dict:
-    with own_testbed(f"twin-{db}", db) as bed:
+def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False, server: Server = "python") -> dict:
+    with own_testbed(f"twin-{server}-{db}", db, server=server) as bed:
         return _loop(bed, db, s, out / db, bound, log, resume, contention)
 
 
@@ -268,6 +269,9 @@ def main() -> None:
     ap.add_argument("--bound", type=float, default=40.0, help="sessions/s no configuration serves (the pilot runs offer twice this)")
     ap.add_argument("--db", choices=["sqlite", "postgres"], help="run this testbed only; the others' testbed.json in the folder are kept")
     ap.add_argument(
+        "--server", choices=["python", "java"], default="python", help="the bookstore's runtime (`live up --server`); java writes to twin_java[_quick]"
+    )
+    ap.add_argument(
         "--resume",
         action="store_true",
         help="reuse the live runs already in the folder (profile, calibration, capacity searches, verification steps) and run only the missing ones; "
@@ -277,7 +281,7 @@ def main() -> None:
         "--contention", action="store_true", help="the twin's app CPU grows with the threads held, up to where it levels off (`twin calibrate --contention`)"
     )
     a = ap.parse_args()
-    out = output_dir("twin", a)
+    out = output_dir("twin" if a.server == "python" else "twin_java", a)
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
         path = out / db / "testbed.json"
@@ -285,7 +289,7 @@ def main() -> None:
         # result.json from before there was one per testbed.
         found = [f for f in (path, out / "result.json") if a.resume and f.is_file()]
         before = json.loads(found[0].read_text()) if found else None
-        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention), range(1, s["runs"] + 1))
+        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention, a.server), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
             record["reused_from"] = sorted(
                 {*before.get("reused_from", []), *([before["commit"]] if before.get("ran_live", True) else [])}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from ...live.lifecycle import Server
 from ...live.mapping import load_mapping
 from ...live.testbed import LiveRunner, Testbed
 from ...model import LoadedModel, load_model, load_yaml
@@ -45,11 +46,11 @@ def sizes(quick: bool) -> dict:
     return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5}
 
 
-def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None) -> AbstractContextManager[Testbed]:
+def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None, server: Server = "python") -> AbstractContextManager[Testbed]:
     """A testbed of the study's own: folder .tierlab/<name> in the repository, free
     ports, stopped however the study ends (`Testbed.started`); `cpu`: its tiers' CPU
-    budgets (`live up --cpu`)."""
-    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db, cpu=cpu)
+    budgets (`live up --cpu`); `server`: the bookstore's runtime (`live up --server`)."""
+    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db, cpu=cpu, server=server)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
