@@ -390,7 +390,8 @@ def main() -> None:
             }
             for i in BURSTS
         },
-        "thresholds": thresholds.to_dict(orient="records"),
+        # no threshold in the ramp: null (a NaN compares unequal to itself when the result is checked)
+        "thresholds": thresholds.astype(object).where(thresholds.notna(), None).to_dict(orient="records"),
         "rate_cov_per_tier": amplification.set_index("tier")["cov"].round(3).to_dict(),
         "paper_rate_cov": {t: v[2] for t, v in PAPER_RATE.items()},
         "queries_per_page": float(amplification.set_index("tier")["mean"]["db"] / amplification.set_index("tier")["mean"]["web"]),
