@@ -109,6 +109,8 @@ def _decided(predicted: float, measured: float, step: float) -> bool:
     between the measured (its rate passed) and one step more (failed), so the error
     (method − true) / true lies between the two ends below; the search decides the bound
     when they are both within it or both beyond it."""
+    if measured <= 0:  # nothing sustained: the error is at least (predicted − step) / step
+        return (predicted - step) / step > ERROR_BOUND
     ends = [(predicted - measured - step) / (measured + step), (predicted - measured) / measured]
     inside = [abs(e) <= ERROR_BOUND for e in ends]
     return all(inside) or (not any(inside) and ends[0] * ends[1] > 0)
