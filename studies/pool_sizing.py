@@ -189,11 +189,12 @@ def main() -> None:
         series: dict[str, list[tuple[int, int]]] = {}
         for N in validate_N if name in validated else ():
             M0 = int(by_n.loc[N, "M0"])
-            series[f"N={N}"] = [(M, N) for M in range(max(N, M0 - 2), min(M_MAX, M0 + 2) + 1)]
+            # Only inside the profiled region (M ≥ 5): the method predicts nothing below it.
+            series[f"N={N}"] = [(M, N) for M in range(max(N, M0 - 2), min(M_MAX, M0 + 2) + 1) if (M, N) in table.index]
         if name == "profiling":
             for M in validate_M:
                 N0 = _best_N(table, M)
-                series[f"M={M}"] = [(M, N) for N in range(max(1, N0 - 2), min(M, N0 + 2) + 1)]
+                series[f"M={M}"] = [(M, N) for N in range(max(1, N0 - 2), min(M, N0 + 2) + 1) if (M, N) in table.index]
         predicted = {c: float(table.loc[c, "lambda"]) for cs in series.values() for c in cs}
         measured = _search(mixed, name, series, predicted, runs, partial, a.scheduler, say)
         measured["predicted"] = [predicted[(m, n)] for m, n in zip(measured.M, measured.N)]
