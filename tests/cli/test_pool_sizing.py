@@ -111,7 +111,7 @@ def test_cli_size_optimize_twin(tmp_path):
     import yaml
 
     path = tmp_path / "twin.yaml"
-    path.write_text(yaml.safe_dump(connection_bound_model()))
+    path.write_text(yaml.safe_dump(connection_bound_model().spec.model_dump(mode="json", exclude_unset=True)))
     base = [sys.executable, "-m", "tierlab.cli", "size", "optimize", str(path), "--method", "twin"]
     p = subprocess.run(
         [*base, "--threads", "2", "--connections", "1,2", "--start", "15", "--step", "0.5", "--runs", "2", "--workers", "1", "--rate", "40", "--json", "-"],
