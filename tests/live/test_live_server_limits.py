@@ -133,7 +133,7 @@ def test_a_bad_cookie_or_form_is_a_400(bed):
 def tight(bed):
     """A second server on the testbed's database with short limits: 2 s to send a
     request, idle connections closed after 2 s, at most 16 connections."""
-    port, admin = free_ports()
+    port, admin = free_ports(2)
     workdir = Path(bed.state.workdir)
     cmd = [sys.executable, "-m", "tierlab.live.server.serve", "--db", bed.state.db, "--port", str(port), "--admin-port", str(admin)]
     cmd += ["--token-file", str(workdir / "token"), "--request-timeout", "2", "--channel-timeout", "2", "--connection-limit", "16"]
