@@ -7,27 +7,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import click
 import pandas as pd
 import pytest
 
 import tierlab
 
 from conftest import EXAMPLES
-
-
-def _commands(group: click.Group, path: tuple[str, ...] = ()) -> dict[str, click.Command]:
-    found: dict[str, click.Command] = {}
-    ctx = click.Context(group)
-    for name in group.list_commands(ctx):
-        command = group.get_command(ctx, name)
-        assert command is not None and command.name == name, f"`tierlab {' '.join((*path, name))}` does not load"
-        if isinstance(command, click.Group):
-            found |= _commands(command, (*path, name))
-        else:
-            found[" ".join((*path, name))] = command
-    return found
-
 
 HEAVY = ["pandas", "pyarrow", "numpy", "pydantic", "scipy", "matplotlib", "plotly"]
 
