@@ -148,25 +148,8 @@ def from_records(r: pd.DataFrame, tool: str, results: str | Path, window: float 
         },
     )
     kept = start >= warmup
-    m = r[kept]
-    measured = duration - warmup
-    types = {
-        str(t): type_figures(g.status.value_counts().to_dict(), percentiles(g.response_time[g.status == "ok"].to_numpy(float)), measured)
-        for t, g in m.groupby("type", observed=True)
-    }
-    in_system = float(_busy_time(start, end, np.array([warmup, duration]))[0]) / measured if measured > 0 else None
-    f = Figures(
-        counts=m.status.value_counts().to_dict(),
-        response_time=percentiles(m.response_time[m.status == "ok"].to_numpy(float)),
-        types=types,
-        errors=m.failure.dropna().value_counts().to_dict(),
-        duration=duration,
-        warmup=warmup,
-        in_system=in_system,
-        time_in_system=float(m.response_time.mean()) if len(m) else 0.0,
-        bytes_received=int(m.bytes.sum()),
-        missing=missing or {},
-    )
+    f = measured_figures(r, start, end, warmup, duration, missing or {})
+    f.bytes_received = int(r.bytes[kept].sum())
     s = summary(tool, results, window, f)
     requests = pd.DataFrame(
         {
@@ -182,6 +165,29 @@ def from_records(r: pd.DataFrame, tool: str, results: str | Path, window: float 
         }
     )[kept].reset_index(drop=True)
     return Trace(s, series, requests)
+
+
+def measured_figures(r: pd.DataFrame, start: np.ndarray, end: np.ndarray, warmup: float, duration: float, missing: dict[str, str]) -> Figures:
+    """The summary's figures of the requests that started after the warm-up (`r`'s
+    `type`, `status`, `response_time`, `failure`; `start` and `end` in the run's
+    time), the time in system over the measured period by Little's law."""
+    m = r[start >= warmup]
+    measured = duration - warmup
+    types = {
+        str(t): type_figures(g.status.value_counts().to_dict(), percentiles(g.response_time[g.status == "ok"].to_numpy(float)), measured)
+        for t, g in m.groupby("type", observed=True)
+    }
+    return Figures(
+        counts=m.status.value_counts().to_dict(),
+        response_time=percentiles(m.response_time[m.status == "ok"].to_numpy(float)),
+        types=types,
+        errors=m.failure.dropna().value_counts().to_dict(),
+        duration=duration,
+        warmup=warmup,
+        in_system=float(_busy_time(start, end, np.array([warmup, duration]))[0]) / measured if measured > 0 else None,
+        time_in_system=float(m.response_time.mean()) if len(m) else 0.0,
+        missing=missing,
+    )
 
 
 def _busy_time(start: np.ndarray, end: np.ndarray, edges: np.ndarray) -> np.ndarray:

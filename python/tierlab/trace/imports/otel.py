@@ -65,7 +65,7 @@ except ImportError as e:  # an optional extra: say how to get it
 from ..core import timeseries_columns
 from ..folder import Trace
 from ..schema import PHASES, STATUSES, check_summary
-from .client import NO_SESSIONS, Figures, _busy_time, failure, percentiles, summary, type_figures
+from .client import NO_SESSIONS, _busy_time, failure, measured_figures, summary
 
 TIER, DB_TIER = "app", "db"
 THREADS, CONNECTIONS = "threads", "db"  # the trace's pool names, as the examples' models name them
@@ -629,21 +629,7 @@ def _assemble(r: pd.DataFrame, seen: Seen, label: str, window: float, warmup: fl
     kept = start >= warmup
     m = r[kept]
     measured = duration - warmup
-    types = {
-        str(t): type_figures(g.status.value_counts().to_dict(), percentiles(g.response_time[g.status == "ok"].to_numpy(float)), measured)
-        for t, g in m.groupby("type", observed=True)
-    }
-    f = Figures(
-        counts=m.status.value_counts().to_dict(),
-        response_time=percentiles(m.response_time[m.status == "ok"].to_numpy(float)),
-        types=types,
-        errors=m.failure.dropna().value_counts().to_dict(),
-        duration=duration,
-        warmup=warmup,
-        in_system=float(_busy_time(start, end, np.array([warmup, duration]))[0]) / measured if measured > 0 else None,
-        time_in_system=float(m.response_time.mean()) if len(m) else 0.0,
-        missing=missing,
-    )
+    f = measured_figures(r, start, end, warmup, duration, missing)
     pools = _pools(seen, levels, edges[:-1] >= warmup - 1e-9, t0, (warmup, duration), missing)  # before the summary: it adds to missing
     s = summary("otel", label, window, f)
     s["model"] = f"otel: {seen.service}"
