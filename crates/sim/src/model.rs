@@ -710,14 +710,15 @@ fn finite_non_negative(x: f64) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
     use super::*;
 
-    /// A small valid engine model: one tier, one pool, one request type.
-    fn valid() -> Value {
+    /// A small valid engine model: one tier, one pool, one request type (also the
+    /// observer's tests' model).
+    pub(crate) fn valid() -> Value {
         let exp = json!({"kind": "exponential", "mean": 0.01, "max": null});
         json!({
             "tiers": [{

@@ -441,39 +441,14 @@ mod tests {
     use super::*;
     use crate::state::Server;
 
-    /// One server with a thread pool and a CPU; measured from 2 s to 10 s in 4 s windows.
+    /// One server with a thread pool and a CPU (the model tests' valid model, its
+    /// request one CPU step); measured from 2 s to 10 s in 4 s windows.
     fn model() -> Model {
+        let mut m = crate::model::tests::valid();
         let exp = json!({"kind": "exponential", "mean": 0.01, "max": null});
-        let m = json!({
-            "tiers": [{
-                "name": "app",
-                "servers": 1,
-                "dispatch": {
-                    "policy": {"policy": "round_robin"}, "dispatchers": 1,
-                    "hierarchical": false, "sync_interval": 0.05, "sync_delay": 0.0,
-                    "queue": 10, "queue_timeout": 1.0,
-                },
-                "pools": [{
-                    "name": "threads", "kind": "threads", "size": 4, "timeout": null,
-                    "max_queue": null, "discipline": "fifo",
-                }],
-                "stations": [{"kind": "cpu", "name": "cpu", "cores": 1, "overhead": []}],
-            }],
-            "types": [{
-                "name": "home",
-                "priority": 0,
-                "programs": [[{"op": "cpu", "station": 0, "demand": exp}]],
-            }],
-            "workload": {
-                "entry_tier": 0,
-                "population": {"kind": "closed", "clients": 2},
-                "chain": {"roles": [{"kind": "request", "type": 0}], "start": 0, "matrix": [[1.0]]},
-                "think": exp,
-                "weight": {"kind": "constant", "value": 1.0},
-                "end": {"kind": "chain"},
-            },
-            "run": {"duration": 10.0, "warmup": 2.0, "seed": 1, "window": 4.0, "records": false},
-        });
+        m["types"][0]["programs"] = json!([[{"op": "cpu", "station": 0, "demand": exp}]]);
+        m["run"]["warmup"] = json!(2.0);
+        m["run"]["window"] = json!(4.0);
         Model::from_json(&m.to_string()).expect("a valid model")
     }
 
