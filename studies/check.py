@@ -46,6 +46,8 @@ QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "pool_sizing", 
 NOT_COMPARED = {".png"}
 # Written by hand beside a study's outputs, not by the study.
 HAND_WRITTEN = {"notes.md"}
+# A resumable study's cache of finished runs (pool_sizing's --resume; git-ignored): no result.
+CACHES = {"partial"}
 # Provenance that names the run, not its outcome (named when a comparison fails).
 RUN_KEYS = {"commit", "versions"}
 
@@ -53,7 +55,7 @@ RUN_KEYS = {"commit", "versions"}
 def first_difference(committed: Path, fresh: Path) -> str | None:
     """Where `fresh` first differs from `committed` (a folder or a file), or None."""
     if committed.is_dir():
-        names = sorted({p.name for p in committed.iterdir()} | ({p.name for p in fresh.iterdir()} if fresh.is_dir() else set()))
+        names = sorted(({p.name for p in committed.iterdir()} | ({p.name for p in fresh.iterdir()} if fresh.is_dir() else set())) - CACHES)
         for name in names:
             if (found := first_difference(committed / name, fresh / name)) is not None:
                 return found

@@ -162,6 +162,7 @@ def workspace(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("readme")
     (root / "examples").symlink_to(EXAMPLES)
     (root / "tests").symlink_to(ROOT / "tests")  # other load tools' results (tests/fixtures/imports)
+    (root / "jvm").symlink_to(ROOT / "jvm")  # `live up --server java` builds the clone's Maven project
     return root
 
 

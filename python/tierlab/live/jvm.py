@@ -64,7 +64,8 @@ def project() -> Project | None:
     `pip install .` put the package elsewhere)."""
     for root in (Path(__file__).resolve().parents[3], Path.cwd()):
         if (root / "jvm" / "bookstore" / "pom.xml").is_file():
-            return Project(root / "jvm" / "bookstore")
+            # Resolved: a checkout's jvm/ may be a link, and sources() reads the clone's python/ beside it.
+            return Project((root / "jvm" / "bookstore").resolve())
     return None
 
 
