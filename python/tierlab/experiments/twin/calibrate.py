@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -128,7 +129,7 @@ def _records(df: pd.DataFrame) -> dict:
     return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
-def calibrate(traces: list[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False) -> Calibration:
+def calibrate(traces: Sequence[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
     (`handoff_cpu`, an exponential), sized so that the twin, run at the traces' loads,

@@ -64,6 +64,13 @@ def estimate(values: Sequence[float], confidence: float = CONFIDENCE) -> Estimat
     return Estimate(tuple(values), statistics.fmean(values), t * statistics.stdev(values) / math.sqrt(n))
 
 
+def allowance(target: float, relative_halfwidth: float) -> float:
+    """The relative error a prediction may have against a truth: the target, or the
+    truth's own relative 95% half-width where that is wider (issue 41: a truth cannot
+    judge more finely than it resolves, and the note says where this happened)."""
+    return max(target, relative_halfwidth) if math.isfinite(relative_halfwidth) else target
+
+
 def interleaved(configs: Sequence[K], repeats: int) -> list[tuple[int, K]]:
     """(repeat, configuration) in the order to measure them: A B C A B C …"""
     if repeats < MIN_REPEATS:
@@ -120,7 +127,15 @@ def measure(
         probe = runner.take()
         rows.append({"repeat": k, "config": config, "probe_ms": probe} | {f"raw_{f}": v for f, v in figures.items()})
         log(f"repeat {k} of {repeats}, {config}: " + ", ".join(f"{f} {v:.4g}" for f, v in figures.items()) + (f" (probe {probe:.3f} ms)" if probe else ""))
-    table = pd.DataFrame(rows)
+    return summarized(pd.DataFrame(rows), configs, reference)
+
+
+def summarized(table: pd.DataFrame, configs: Sequence[K], reference: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """`measure`'s two tables from its repeats' rows (repeat, config, probe_ms, raw_*):
+    each figure brought to the `reference` probe (default the median of the repeats'),
+    then per configuration its mean and interval. Apart from `measure` so that a study
+    resuming from repeats it kept (a CSV) scores them as if just run."""
+    table = table.copy()
     probes = table["probe_ms"].dropna()
     ref = reference if reference is not None else (float(probes.median()) if len(probes) else None)
     names = [c.removeprefix("raw_") for c in table.columns if c.startswith("raw_")]
@@ -151,7 +166,7 @@ def capacity(
     model: LoadedModel,
     configs: Sequence[tuple[int, int]],
     runner: Callable[[LoadedModel], Trace],
-    start: float,
+    start: float | dict[tuple[int, int], float],
     step: float,
     runs: int,
     repeats: int = MIN_REPEATS,
@@ -159,8 +174,8 @@ def capacity(
     log: Callable[[str], None] = lambda _: None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """λ_max of every (M, N) `repeats` times, interleaved, each a search of its own
-    bisected to `CAPACITY_TOLERANCE` (`max_sustainable_rate` on `runner`): `measure`'s
-    tables, figure `lambda_max`."""
+    bisected to `CAPACITY_TOLERANCE` (`max_sustainable_rate` on `runner`, from `start`:
+    one rate, or one per configuration): `measure`'s tables, figure `lambda_max`."""
     probed = Probed(runner)
 
     def search(config: tuple[int, int]) -> dict[str, float]:

@@ -25,6 +25,7 @@ from ...model.spec import Closed, Cpu
 from ...run import simulate
 from ...trace import Trace
 from ...trace.schema import figures
+from . import truth
 from .calibrate import effective_cores
 from .measured import cpu_cores, measured
 
@@ -102,6 +103,7 @@ def verify(
         for name, seen in seen_figures.items():
             row |= {f"{name}.measured": seen, f"{name}.predicted": at_step[name], f"{name}.error": _error(at_step[name], seen)}
             if name in ("throughput", "rt_mean"):
+                row[f"{name}.predicted_calibration_speed"] = fixed[name]
                 row[f"{name}.error_calibration_speed"] = _error(fixed[name], seen)
         rows.append(row)
         error = _error(at_step["throughput"], seen_figures["throughput"])
@@ -109,6 +111,32 @@ def verify(
             f"M={M} N={N} mix {mix_label(mix)} load={load:g}: throughput {row['throughput.measured']:.1f} live, {row['throughput.predicted']:.1f} twin "
             + (f"({error:+.1%})" if math.isfinite(error) else "(no error: nothing was served live)")
         )
+    return pd.DataFrame(rows)
+
+
+def repeated(steps: pd.DataFrame, reference: float | None) -> pd.DataFrame:
+    """`verify`'s steps run in several repeats (a `repeat` column) as the truth the twin
+    is scored against, one row per step (M, N, mix, load): each repeat's live
+    throughput and mean response time brought to the `reference` probe (the
+    calibration's: `truth.at_speed`), their mean, 95% half-width and relative
+    half-width, beside the twin's figure at the calibration's speed and its error
+    against the mean."""
+    rows = []
+    for key, group in steps.groupby(["M", "N", "mix", "load"], sort=False):
+        row: dict = dict(zip(("M", "N", "mix", "load"), key)) | {"repeats": len(group)}
+        probes = [p if pd.notna(p) else None for p in group["probe_ms.live"]]
+        for name in ("throughput", "rt_mean"):
+            seen = truth.estimate([truth.at_speed(name, v, p, reference) for v, p in zip(group[f"{name}.measured"], probes)])
+            # The twin at the calibration's speed runs the same model and seed in every repeat.
+            twin = float(group[f"{name}.predicted_calibration_speed"].iloc[0])
+            row |= {
+                f"{name}.measured": seen.mean,
+                f"{name}.halfwidth": seen.halfwidth,
+                f"{name}.relative": seen.relative,
+                f"{name}.predicted": twin,
+                f"{name}.error": _error(twin, seen.mean),
+            }
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
