@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import warnings
 
+from tierlab import load_model
 from tierlab.experiments.sizing import all_served
 from tierlab.experiments.study.claims import Criterion, Ledger, each
 from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
@@ -49,6 +50,7 @@ def main() -> None:
     out_dir = output_dir("validation_run_length", study_parser(__doc__, quick=False).parse_args())
     warnings.simplefilter("ignore")
     M, lam = method_point()
+    model = load_model(root() / "examples" / "tpcw_2tier.yaml")
     rates = [round(f * lam, 4) for f in FRACTIONS]
     pools = "tiers.app.pools"
     out: dict = {"M": M, "N": N, "lambda_method": lam, "rates": rates, "cases": []}
@@ -62,7 +64,7 @@ def main() -> None:
                 f"{pools}.db.timeout": timeout,
             }
             runs = [Run({**changes, "workload.population.session_rate": r}, s) for r in rates for s in SEEDS]
-            ok = sweep(str(root() / "examples" / "tpcw_2tier.yaml"), runs, all_served, progress=f"timeout {timeout:g} s, {measured} s")
+            ok = sweep(model, runs, all_served, progress=f"timeout {timeout:g} s, {measured} s")
             passed = [sum(ok[i * len(SEEDS) : (i + 1) * len(SEEDS)]) for i in range(len(rates))]
             best = max((r for r, n in zip(rates, passed) if n >= PASSING * len(SEEDS)), default=None)
             case = {
