@@ -82,6 +82,7 @@ def main() -> None:
     out = output_dir("connection_caching", a)
     model = load_model(MODEL)
     bound = model.session_rate_bound()
+    assert bound is not None  # None only where sessions never end; MODEL's chain ends them
     L = sweep(model, [Run({RATE: bound / 2}, 1)], _session_length, workers=1, progress=None)[0]
     overloaded = [Run({**_pools(M, N, "request"), RATE: 2 * bound}, 1) for M, N in POOLS]
     # Rounded (studies/README.md, the rounding rule): numpy's last bit moved it in the 16th digit.

@@ -176,8 +176,10 @@ def main() -> None:
     for name in TABLE_II:
         weights = _reweight(name)
         mixed = model.with_changes({"workload.chain.reweight": weights} if weights else {})
+        bound = mixed.session_rate_bound()
+        assert bound is not None  # None only where sessions never end; every mix of MODEL's chain ends them
         # Rounded (studies/README.md, the rounding rule): an input to the engine.
-        V = sweep(mixed, [Run({"workload.population.session_rate": as_input(mixed.session_rate_bound() / 2)})], _mix, workers=1, progress=None)[0]
+        V = sweep(mixed, [Run({"workload.population.session_rate": as_input(bound / 2)})], _mix, workers=1, progress=None)[0]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             rates = sizing.rates(V, M_max=M_MAX)

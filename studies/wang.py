@@ -211,7 +211,7 @@ def rates(trace) -> dict:
 def tier_rises(trace) -> dict:
     """Fig. 7: each tier's response time per 100 ms — its median and how far its peaks
     (99th percentile of the windows) rise above it."""
-    out = {}
+    out: dict[str, dict[str, float] | float] = {}
     for tier in ("web", "app", "db"):
         rt = residence(trace, tier, 0.1).dropna()
         out[tier] = {"median": float(rt.median()), "p99": float(rt.quantile(0.99)), "rise": float(rt.quantile(0.99) - rt.median())}
@@ -221,7 +221,7 @@ def tier_rises(trace) -> dict:
 
 def series(trace) -> dict:
     """Response time and web concurrency at 100 ms and 10 s (the paper's Fig. 4)."""
-    out = {}
+    out: dict[float | str, dict[str, list] | np.ndarray] = {}
     for every in (0.1, 10.0):
         rt = residence(trace, "web", every)
         conc = trace.series("web", "concurrency")[0]

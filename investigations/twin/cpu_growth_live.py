@@ -63,7 +63,7 @@ def score(ledger: Ledger, r: pd.DataFrame, load: float) -> dict:
     ledger.check(
         f"at (16, 2) and {load:g} sessions/s the growth stops at the threads an (8, 4) run can hold: those that found 8 or more threads held within 10% of those that found 4-7",
         FLAT,
-        abs(eight_plus[0] / float(cpu["4-7"]) - 1) if min(eight_plus[1], n["4-7"]) >= ENOUGH else None,
+        abs(eight_plus[0] / float(cpu["4-7"]) - 1) if eight_plus[0] is not None and min(eight_plus[1], n["4-7"]) >= ENOUGH else None,
         Criterion(f"|ratio − 1| ≤ {FLAT}, {ENOUGH} requests a side", lambda ours, bound: ours is not None and ours <= bound),
         "the CPU goes on growing past 7 threads held, or too few requests on a side (by_held.csv)",
         assumes=f"the same run; {eight_plus[1]} requests found 8 or more",
@@ -84,6 +84,7 @@ def main() -> None:
             for load in missing:
                 at = {"tiers.app.pools.threads.size": M, "tiers.app.pools.db.size": N, "workload.population.session_rate": load}
                 trace = runner(model.with_changes(at))
+                assert trace.requests is not None  # a live run records every request
                 runs[load].mkdir(exist_ok=True)
                 trace.requests.to_parquet(runs[load] / "requests.parquet")
                 print(f"{load:g} sessions/s: requests {trace.summary['requests']}")
