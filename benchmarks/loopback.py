@@ -1,9 +1,10 @@
 """What the loopback benchmarks share: waiting for a server to open a port (free ports:
 `tierlab.live.lifecycle.free_ports`),
-and the nginx backend they load (one worker, a fixed 200 response)."""
+the nginx backend they load (one worker, a fixed 200 response), and reading wrk's report."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import time
@@ -37,6 +38,23 @@ def wait_for(port: int, within: float = 10.0) -> None:
         except OSError:
             time.sleep(0.05)
     raise SystemExit(f"nothing opened port {port} within {within} s")
+
+
+def found(pattern: str, text: str, flags: int = 0) -> str:
+    """The first group of `pattern` in a tool's output; exits showing the output where
+    it is not there (the tool failed, or printed another format)."""
+    m = re.search(pattern, text, flags)
+    if m is None:
+        raise SystemExit(f"no {pattern!r} in this output:\n{text}")
+    return m.group(1)
+
+
+def wrk_totals(out: str) -> tuple[int, int, float]:
+    """From wrk's report: the requests, the errors (socket errors and non-2xx/3xx
+    responses) and the requests/s."""
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out)) + (int(non2xx.group(1)) if non2xx else 0)
+    return int(found(r"(\d+) requests in", out)), errors, float(found(r"Requests/sec:\s+([\d.]+)", out))
 
 
 def start_nginx(prefix: str, ports: list[int]) -> subprocess.Popen:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import resource
 import shutil
 import statistics
@@ -25,10 +24,13 @@ import tempfile
 from pathlib import Path
 
 import tierlab.live
+from tierlab.live import Mapping
 from tierlab.live.lifecycle import free_ports
+from tierlab.model import LoadedModel, load_model
+from tierlab.trace.schema import sent
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import start_nginx  # noqa: E402
+from loopback import start_nginx, wrk_totals  # noqa: E402
 
 HERE = Path(__file__).parent
 
@@ -44,25 +46,16 @@ def run_wrk(port: int, connections: int, threads: int, duration: float) -> dict:
         ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--latency", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
     ).stdout
     used = cpu(resource.RUSAGE_CHILDREN) - before
-    total = int(re.search(r"(\d+) requests in", out).group(1))
-    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
-        "requests": total,
-        "errors": errors + (int(non2xx.group(1)) if non2xx else 0),
-        "cpu_per_1000": 1000 * used / total,
-    }
+    total, errors, rps = wrk_totals(out)
+    return {"rps": rps, "requests": total, "errors": errors, "cpu_per_1000": 1000 * used / total}
 
 
-def run_ours(port: int, connections: int, threads: int, duration: float) -> dict:
+def run_ours(model: LoadedModel, mapping: Mapping, port: int, connections: int, threads: int, duration: float) -> dict:
     before = cpu(resource.RUSAGE_SELF)
-    trace = tierlab.live.generate_load(
-        HERE / "fixed_url.yaml", HERE / "fixed_url_http.yaml", target=f"127.0.0.1:{port}", clients=connections, duration=duration, workers=threads
-    )
+    trace = tierlab.live.generate_load(model, mapping, target=f"127.0.0.1:{port}", clients=connections, duration=duration, workers=threads)
     used = cpu(resource.RUSAGE_SELF) - before
     s = trace.summary
-    total = sum(s["requests"].values())
+    total = sent(s["requests"])
     return {"rps": s["throughput"], "requests": total, "errors": total - s["requests"]["ok"], "cpu_per_1000": 1000 * used / total}
 
 
@@ -77,6 +70,7 @@ def main() -> None:
     for tool in ("wrk", "nginx"):
         if shutil.which(tool) is None:
             sys.exit(f"{tool} not found: apt-get install wrk nginx-light")
+    model, mapping = load_model(HERE / "fixed_url.yaml"), tierlab.live.load_mapping(HERE / "fixed_url_http.yaml")
     (port,) = free_ports(1)
     with tempfile.TemporaryDirectory() as prefix:
         nginx = start_nginx(prefix, [port])
@@ -84,7 +78,7 @@ def main() -> None:
             rows = []
             for r in range(a.rounds):  # alternate, so drift hits both alike
                 rows.append(("wrk", r, run_wrk(port, a.connections, a.threads, a.duration)))
-                rows.append(("tierlab", r, run_ours(port, a.connections, a.threads, a.duration)))
+                rows.append(("tierlab", r, run_ours(model, mapping, port, a.connections, a.threads, a.duration)))
         finally:
             nginx.terminate()
             nginx.wait(timeout=10)

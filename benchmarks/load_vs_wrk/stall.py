@@ -25,6 +25,8 @@ from tierlab.model import load_model
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the shared loopback helpers
+from loopback import wrk_totals  # noqa: E402
 from stalling_server import PERIOD, STALL, StallingServer  # noqa: E402
 
 RATE, MEASURED = 100.0, 6 * PERIOD
@@ -40,9 +42,10 @@ def ours(port: int) -> dict:
             "run.warmup": 1.0,
         }
     )
-    mapping = {"requests": {t: {"path": "/"} for t in model.spec.requests}}
+    mapping = tierlab.live.load_mapping({"requests": {t: {"path": "/"} for t in model.spec.requests}})
     trace = tierlab.live.generate_load(model, mapping, target=f"127.0.0.1:{port}")
     r, rt = trace.requests, trace.summary["response_time"]
+    assert r is not None and rt is not None  # a live run records every request, and the server answers them
     return {"requests": len(r), "above_0_5_s": float((r.response_time > 0.5).mean()), "p50": rt["p50"], "p90": rt["p90"], "p99": rt["p99"]}
 
 
@@ -51,7 +54,7 @@ def wrk(port: int) -> dict:
         ["wrk", "-t1", "-c10", f"-d{MEASURED:g}s", "--latency", f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
     ).stdout
     pct = {f"p{p}": float(v) * UNITS[u] for p, v, u in re.findall(r"^\s+(50|90|99)%\s+([\d.]+)(us|ms|s|m)\s*$", out, re.M)}
-    return {"requests": int(re.search(r"(\d+) requests in", out).group(1)), **pct}
+    return {"requests": wrk_totals(out)[0], **pct}
 
 
 def main() -> None:

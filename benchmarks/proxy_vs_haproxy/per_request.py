@@ -25,13 +25,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 from tierlab.live.lifecycle import free_ports
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import start_nginx, wait_for  # noqa: E402
-from run import ROOT, WRK_SCRIPT, start_haproxy, start_ours  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers, and run.py as its folder's
+from loopback import found, start_nginx, wait_for, wrk_totals  # noqa: E402
+from proxy_vs_haproxy.run import ROOT, WRK_SCRIPT, start_haproxy, start_ours  # noqa: E402
 
 COUNTED = ("raw_syscalls:sys_enter", "syscalls:sys_enter_epoll_wait", "sched:sched_waking", "task-clock")
 ROUND_ROBIN = {"policy": "round_robin"}
@@ -60,7 +61,7 @@ def wrk(port: int, connections: int, duration: float, script: Path, wrap: tuple[
         text=True,
         check=True,
     ).stdout
-    return int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    return wrk_totals(out)[0]
 
 
 def counted(targets: dict, worker: int, a, script: Path, d: Path) -> None:
@@ -95,7 +96,7 @@ def instructions(name: str, start, a, script: Path, d: Path) -> None:
         proc.terminate()
         proc.wait(timeout=60)
     dump = next(f for f in d.glob(f"{name}.callgrind.*") if "Trigger: dump wrk" in f.read_text())
-    total = int(re.search(r"^summary: (\d+)", dump.read_text(), re.M).group(1))  # type: ignore[union-attr]
+    total = int(found(r"^summary: (\d+)", dump.read_text(), re.M))
     print(f"{name:10} {n} requests, {total / n:.0f} instructions per request (user space)")
 
 
@@ -118,9 +119,10 @@ def main() -> None:
         script = d / "sessions.lua"
         script.write_text(WRK_SCRIPT.format(sessions=1000))
         nginx = start_nginx(prefix, [p1, p2])
-        starts = {"haproxy": lambda wrap=(): start_haproxy(d, (p1, p2), wrap)}
+        # Each takes the command to wrap the process in (none, or valgrind's).
+        starts = {"haproxy": partial(start_haproxy, d, (p1, p2))}
         for i, b in enumerate(a.binaries):
-            starts[f"ours{i}"] = lambda wrap=(), b=b, i=i: start_ours(d, f"ours{i}", b, ROUND_ROBIN, (p1, p2), wrap)
+            starts[f"ours{i}"] = partial(start_ours, d, f"ours{i}", b, ROUND_ROBIN, (p1, p2))
         procs = []
         try:
             if a.callgrind:

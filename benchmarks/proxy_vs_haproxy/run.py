@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -36,7 +35,7 @@ from pathlib import Path
 from tierlab.live.lifecycle import free_ports
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import start_nginx, wait_for  # noqa: E402
+from loopback import start_nginx, wait_for, wrk_totals  # noqa: E402
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -60,7 +59,7 @@ backend b
     server s2 127.0.0.1:{p2}
 """
 # The model's defaults for redal (tierlab.model.spec.RedalDispatch), without waiting.
-POLICIES = {
+POLICIES: dict[str, dict] = {
     "round_robin": {"policy": "round_robin"},
     "least_active": {"policy": "least_active"},
     "redal": {"policy": "redal", "alpha": 0.9, "slice": 1.0, "think_time": 10.0, "window": 100, "intervals": 5, "interval": 1.0, "wait": False},
@@ -105,15 +104,8 @@ def run_wrk(port: int, connections: int, duration: float, pid: int, script: Path
         ["wrk", "-t1", f"-c{connections}", f"-d{duration:g}s", *lua, f"http://127.0.0.1:{port}/"], capture_output=True, text=True, check=True
     ).stdout
     used = cpu_seconds(pid) - before
-    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
-    errors = sum(int(x) for x in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
-    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {
-        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "requests": total,
-        "errors": errors + (int(non2xx.group(1)) if non2xx else 0),
-        "cpu_us": 1e6 * used / max(total, 1),
-    }
+    total, errors, rps = wrk_totals(out)
+    return {"rps": rps, "requests": total, "errors": errors, "cpu_us": 1e6 * used / max(total, 1)}
 
 
 def main() -> None:
