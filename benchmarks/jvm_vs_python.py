@@ -52,13 +52,14 @@ def measure(bed: Testbed, model: tierlab.LoadedModel, mapping: Mapping) -> dict:
     after_cpu, after = process.cpu_times(), bed.admin.metrics()["requests"]
     finished = sum(after.values()) - sum(before.values())
     cpu = (after_cpu.user + after_cpu.system) - (before_cpu.user + before_cpu.system)
-    s = trace.summary
+    s, r, rt = trace.summary, trace.requests, trace.summary["response_time"]
+    assert r is not None and rt is not None  # a live run records every request, and this one serves some
     return {
         "throughput": s["throughput"],
         "cpu_ms_per_request": 1000 * cpu / finished,
         "requests": finished,
-        "errors": int((trace.requests.status != "ok").sum()),
-        "p50_ms": 1000 * s["response_time"]["p50"],
+        "errors": int((r.status != "ok").sum()),
+        "p50_ms": 1000 * rt["p50"],
     }
 
 

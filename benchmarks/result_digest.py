@@ -22,8 +22,8 @@ import tierlab
 
 
 def digest(model: Path | dict, duration: float | None = None, records: bool = True) -> str:
-    run = {"duration": duration, "warmup": duration / 10} if duration else {}
-    trace = tierlab.simulate(model, seed=7, records=records, **run)
+    # None keeps the model's own run length.
+    trace = tierlab.simulate(model, seed=7, records=records, duration=duration or None, warmup=duration / 10 if duration else None)
     h = hashlib.sha256(json.dumps(trace.summary, sort_keys=True, default=str).encode())
     h.update(trace.timeseries.to_csv(index=False).encode())
     if trace.requests is not None:

@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -53,9 +54,9 @@ def child(out: Path, engine_file: Path, extra: list[str]) -> None:
                 seconds.value += time.perf_counter() - t0
                 calls.value += 1
 
-    sim.run_engine = timed
     try:
-        cli.main(["size", "profile", str(MODEL), "--out", str(out), *extra], standalone_mode=False)
+        with mock.patch.object(sim, "run_engine", timed):
+            cli.main(["size", "profile", str(MODEL), "--out", str(out), *extra], standalone_mode=False)
     finally:
         engine_file.write_text(json.dumps({"engine_s": seconds.value, "calls": calls.value}))
 

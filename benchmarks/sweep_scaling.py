@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
@@ -72,15 +73,22 @@ def side_by_side(grid: tuple[str, str, str | None], processes: int) -> float:
         subprocess.Popen([sys.executable, __file__, "--pilots", json.dumps(grid)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for _ in range(processes)
     ]
-    for p in procs:
-        p.stdout.readline()  # "ready"
-    for p in procs:
-        p.stdin.close()  # go
-    seconds = [float(p.stdout.read()) for p in procs]
+    pipes = [_pipes(p) for p in procs]
+    for _, stdout in pipes:
+        stdout.readline()  # "ready"
+    for stdin, _ in pipes:
+        stdin.close()  # go
+    seconds = [float(stdout.read()) for _, stdout in pipes]
     for p in procs:
         if p.wait():
             raise subprocess.CalledProcessError(p.returncode, p.args)
     return max(seconds)
+
+
+def _pipes(p: subprocess.Popen[str]) -> tuple[IO[str], IO[str]]:
+    """A process's stdin and stdout, both PIPE."""
+    assert p.stdin is not None and p.stdout is not None
+    return p.stdin, p.stdout
 
 
 def contents(folder: Path) -> dict[str, bytes]:
@@ -110,7 +118,7 @@ def main() -> None:
             times["alone"].append(side_by_side(grid, 1))
             times["side_by_side"].append(side_by_side(grid, 2))
             same &= contents(out["one"]) == contents(out["two"]) == contents(out["dask"]) == contents(Path(tmp) / "one0")
-    res = {f"{k}_s": statistics.median(v) for k, v in times.items()}
+    res: dict[str, Any] = {f"{k}_s": statistics.median(v) for k, v in times.items()}
     res["rounds"] = times
     res["speedup_2_workers"] = res["one_s"] / res["two_s"]
     res["speedup_dask"] = res["one_s"] / res["dask_s"]
