@@ -51,6 +51,25 @@ pub struct PoolObs {
     pub rejected: f64,
 }
 
+impl Latency {
+    /// The mean and nearest-rank percentiles of `times` (sorted in place); None when
+    /// empty.
+    pub fn of(times: &mut [f64]) -> Option<Latency> {
+        if times.is_empty() {
+            return None;
+        }
+        times.sort_by(f64::total_cmp);
+        let n = times.len();
+        let at = |q: f64| times[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
+        Some(Latency {
+            mean: times.iter().sum::<f64>() / n as f64,
+            p50: at(0.5),
+            p90: at(0.9),
+            p99: at(0.99),
+        })
+    }
+}
+
 impl PoolObs {
     /// The mean time a token was held (Little's law: mean held × seconds / grants), the
     /// latency of the limited resource from its acquisition to its release — what a
@@ -67,6 +86,13 @@ impl Observation {
             .keys()
             .filter_map(|k| self.pools.get(k).map(|p| (*k, p.size)))
             .collect()
+    }
+
+    /// The share of the requests finished in the interval that failed, errors /
+    /// (throughput + errors); None when none finished.
+    pub fn error_share(&self) -> Option<f64> {
+        let finished = self.throughput + self.errors;
+        (finished > 0.0).then(|| self.errors / finished)
     }
 
     /// A tier whose only pool is a thread pool of `size`, `busy` held and `queued`

@@ -50,6 +50,31 @@ pub enum Strategy {
     Static,
     /// Gradient2 (Netflix concurrency-limits) on the thread pool.
     Gradient(GradientParams),
+    /// A twin of the tier, re-calibrated every interval and searched for the best sizes
+    /// at the observed load and mix; decided in Python (tierlab.experiments.control.twin,
+    /// which simulates the twin), its decisions put through the same guards
+    /// (`crate::guarded`).
+    Twin(TwinParams),
+}
+
+/// The twin strategy's parameters (the model's `control.twin`; `tierlab control
+/// --strategy twin`'s options).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TwinParams {
+    /// The least predicted gain over the sizes in force that moves them (0.05: 5%).
+    pub hysteresis: f64,
+    /// Seconds the response time's 99th percentile must stay under.
+    pub slo_p99: f64,
+    /// Sizes per pool on the search's coarse grid (geometric between the bounds), beside
+    /// the neighbours of the sizes in force.
+    pub grid: u32,
+    /// Seconds of the observed load simulated per candidate (after a warm-up of a
+    /// quarter of it).
+    pub horizon: f64,
+    /// The share of an interval's measured-to-predicted hold time ratio taken into the
+    /// twin's demands (an exponential average: 1 takes each interval's alone).
+    pub smoothing: f64,
 }
 
 /// Gradient2's parameters (`Gradient2Limit.Builder`), its windows counted in intervals
@@ -111,6 +136,39 @@ impl Spec {
                         .into(),
                 ));
             }
+        }
+        if let Strategy::Twin(p) = &self.strategy {
+            return p.problem(&self.bounds);
+        }
+        None
+    }
+}
+
+impl TwinParams {
+    /// What is wrong with the parameters, as (field, why) — the field as the model's
+    /// `control:` names it — or None.
+    fn problem(&self, bounds: &Bounds) -> Option<(String, String)> {
+        let bad = |field: &str, why: &str| Some((field.to_string(), why.to_string()));
+        if bounds.is_empty() {
+            return bad(
+                "bounds",
+                "the twin controller searches the pools it has bounds for: give threads, connections or both",
+            );
+        }
+        if !(self.hysteresis.is_finite() && self.hysteresis >= 0.0) {
+            return bad("twin.hysteresis", "must be a share ≥ 0 (0.05: 5%)");
+        }
+        if !(self.slo_p99.is_finite() && self.slo_p99 > 0.0) {
+            return bad("twin.slo_p99", "must be a positive number of seconds");
+        }
+        if self.grid < 2 {
+            return bad("twin.grid", "must be ≥ 2 (the grid holds both bounds)");
+        }
+        if !(self.horizon.is_finite() && self.horizon > 0.0) {
+            return bad("twin.horizon", "must be a positive number of seconds");
+        }
+        if !(self.smoothing > 0.0 && self.smoothing <= 1.0) {
+            return bad("twin.smoothing", "must be in (0, 1]");
         }
         None
     }
