@@ -4,7 +4,7 @@ a thin API. Each run returns the same dict: the typed summary as JSON text
 exception that stopped the run early (None if it ran to the end)."""
 
 from collections.abc import Callable
-from typing import Any, TypedDict, final, type_check_only
+from typing import Any, Protocol, TypedDict, final, type_check_only
 
 import numpy as np
 import numpy.typing as npt
@@ -50,7 +50,14 @@ class Output(TypedDict):
     tier_names: list[str]
     stopped_by: BaseException | None
 
-def simulate(model_json: str, progress: Callable[[float], object] | None = None) -> Output: ...
+# A control strategy decided in Python (the twin: tierlab.experiments.control.twin): fed
+# each interval's observation (the dict of control::Observation's JSON), it returns the
+# sizes by pool kind and the reason.
+@type_check_only
+class Strategy(Protocol):
+    def decide(self, o: dict[str, Any], /) -> tuple[dict[str, int], str]: ...
+
+def simulate(model_json: str, progress: Callable[[float], object] | None = None, controller: Strategy | None = None) -> Output: ...
 def generate_load(
     config_json: str,
     progress: Callable[[float, float, float, float], object] | None = None,
@@ -63,7 +70,8 @@ def serve_proxy(config_path: str, threads: int | None = None) -> None: ...
 
 @final
 class Controller:
-    """An online controller (crates/control): a spec's JSON in; each interval's
-    observation as JSON in, (sizes by pool kind, reason) out."""
-    def __new__(cls, spec_json: str) -> Controller: ...
+    """An online controller (crates/control): a spec's JSON in (and for a strategy decided
+    in Python, twin, its object); each interval's observation as JSON in, (sizes by pool
+    kind, reason) out."""
+    def __new__(cls, spec_json: str, strategy: Strategy | None = None) -> Controller: ...
     def decide(self, observation_json: str) -> tuple[dict[str, int], str]: ...

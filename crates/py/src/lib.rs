@@ -2,7 +2,9 @@
 //! GIL released; every ~0.1 s it re-attaches to report progress and to notice Ctrl-C,
 //! and a panic comes back as a Python exception rather than an abort.
 
+use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use numpy::{IntoPyArray, PyArrayMethods};
@@ -15,23 +17,37 @@ use trace::{Output, PHASES, SCHEMA_VERSION, STATUS_NAMES};
 /// `series`, `records` (or None), `type_names`, `status_names`, `tier_names` and `stopped_by` (the
 /// exception that stopped the run early — KeyboardInterrupt or one raised by
 /// `progress` — or None). `progress(fraction)` is called about every 0.1 s.
+/// `controller`: the strategy of a model whose control is decided in Python (twin), an
+/// object whose `decide(observation)` is called at each interval (`PyStrategy`); an
+/// exception it raises stops the run and is raised here.
 #[pyfunction]
-#[pyo3(signature = (model_json, progress=None))]
+#[pyo3(signature = (model_json, progress=None, controller=None))]
 fn simulate<'py>(
     py: Python<'py>,
     model_json: &str,
     progress: Option<Py<PyAny>>,
+    controller: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    detached(py, progress, "the simulation engine", |tick| {
+    let raised = Raised::default();
+    let strategy = controller.map(|c| PyStrategy::boxed(c, &raised));
+    let out = detached(py, progress, "the simulation engine", |tick| {
         let mut last = Instant::now();
-        sim::simulate(model_json, |fraction| {
+        sim::simulate_with(model_json, strategy, |fraction| {
+            if raised.lock().expect("never poisoned").is_some() {
+                return false; // the strategy raised: the run is lost, stop it now
+            }
             if fraction < 1.0 && last.elapsed() < Duration::from_millis(100) {
                 return true;
             }
             last = Instant::now();
             tick(&[fraction])
         })
-    })
+    });
+    let failed = raised.lock().expect("never poisoned").take();
+    match failed {
+        Some(e) => Err(e),
+        None => out,
+    }
 }
 
 /// Drive a live HTTP target with the load described by `config_json` (built by
@@ -233,19 +249,84 @@ fn to_python<'py>(
     Ok(d)
 }
 
+/// An exception a Python strategy raised, kept until the caller can raise it.
+type Raised = Arc<Mutex<Option<PyErr>>>;
+
+/// A strategy decided by a Python object (the `twin`: tierlab.experiments.control.twin):
+/// each interval its `decide(observation)` — the observation as the dict of
+/// `control::Observation`'s JSON — is called with the GIL and returns (sizes by pool
+/// kind, reason). Sizes of pools without bounds, or outside them, are an error, as is
+/// an exception it raises: kept in `raised` for the caller to raise (the sizes in force
+/// stay meanwhile).
+struct PyStrategy {
+    strategy: Py<PyAny>,
+    raised: Raised,
+}
+
+impl PyStrategy {
+    fn boxed(strategy: Py<PyAny>, raised: &Raised) -> Box<dyn control::Controller> {
+        Box::new(PyStrategy {
+            strategy,
+            raised: raised.clone(),
+        })
+    }
+
+    fn call(&self, py: Python<'_>, o: &control::Observation) -> PyResult<control::Decision> {
+        let json = serde_json::to_string(o)
+            .map_err(|e| PyValueError::new_err(format!("observation: {e}")))?;
+        let observation = py.import("json")?.call_method1("loads", (json,))?;
+        let (sizes, reason): (BTreeMap<String, u32>, String) = self
+            .strategy
+            .bind(py)
+            .call_method1("decide", (observation,))?
+            .extract()?;
+        let sizes = sizes
+            .into_iter()
+            .map(|(name, size)| -> PyResult<(control::PoolKind, u32)> {
+                let kind = serde_json::from_value(serde_json::Value::String(name.clone()))
+                    .map_err(|_| {
+                        PyValueError::new_err(format!(
+                            "the strategy decided a size of {name:?}: not threads or connections"
+                        ))
+                    })?;
+                Ok((kind, size))
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(control::Decision { sizes, reason })
+    }
+}
+
+impl control::Controller for PyStrategy {
+    fn decide(&mut self, o: &control::Observation) -> control::Decision {
+        Python::attach(|py| {
+            self.call(py, o).unwrap_or_else(|e| {
+                self.raised.lock().expect("never poisoned").get_or_insert(e);
+                control::Decision {
+                    sizes: o.pools.iter().map(|(k, p)| (*k, p.size)).collect(),
+                    reason: "the strategy raised an exception: sizes held".into(),
+                }
+            })
+        })
+    }
+}
+
 /// An online controller (`crates/control`), the one the engine calls, for a driver in
 /// Python (`tierlab control` beside a live testbed): built from a spec (JSON of
 /// `control::Spec`: interval, bounds, strategy), fed each interval's observation (JSON
-/// of `control::Observation`), it returns the sizes to be in force and why.
+/// of `control::Observation`), it returns the sizes to be in force and why. A strategy
+/// decided in Python (twin) is the object `strategy` (`PyStrategy`), its decisions put
+/// through the same guards as the engine's own strategies.
 #[pyclass(module = "tierlab._core")]
 struct Controller {
-    inner: std::sync::Mutex<Box<dyn control::Controller>>,
+    inner: Mutex<Box<dyn control::Controller>>,
+    raised: Raised,
 }
 
 #[pymethods]
 impl Controller {
     #[new]
-    fn new(spec_json: &str) -> PyResult<Self> {
+    #[pyo3(signature = (spec_json, strategy=None))]
+    fn new(spec_json: &str, strategy: Option<Py<PyAny>>) -> PyResult<Self> {
         let spec: control::Spec = serde_json::from_str(spec_json)
             .map_err(|e| PyValueError::new_err(format!("control spec: {e}")))?;
         if let Some((field, why)) = spec.problem() {
@@ -253,16 +334,32 @@ impl Controller {
                 "control spec: {field}: {why}"
             )));
         }
+        let raised = Raised::default();
+        let inner = match (&spec.strategy, strategy) {
+            (control::Strategy::Twin(_), Some(s)) => {
+                control::guarded(&spec, PyStrategy::boxed(s, &raised))
+            }
+            (control::Strategy::Twin(_), None) => {
+                return Err(PyValueError::new_err(
+                    "control spec: strategy: twin is decided in Python: give its controller (tierlab.experiments.control.TwinController)",
+                ))
+            }
+            (_, Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "control spec: strategy: the engine's own strategies take no Python controller",
+                ))
+            }
+            (_, None) => control::build(&spec),
+        };
         Ok(Controller {
-            inner: std::sync::Mutex::new(control::build(&spec)),
+            inner: Mutex::new(inner),
+            raised,
         })
     }
 
-    /// `(sizes by pool kind, reason)` for the interval `observation_json` describes.
-    fn decide(
-        &self,
-        observation_json: &str,
-    ) -> PyResult<(std::collections::BTreeMap<String, u32>, String)> {
+    /// `(sizes by pool kind, reason)` for the interval `observation_json` describes; the
+    /// exception a Python strategy raised, raised.
+    fn decide(&self, observation_json: &str) -> PyResult<(BTreeMap<String, u32>, String)> {
         let o: control::Observation = serde_json::from_str(observation_json)
             .map_err(|e| PyValueError::new_err(format!("observation: {e}")))?;
         let d = self
@@ -270,6 +367,9 @@ impl Controller {
             .lock()
             .expect("a controller's lock is never poisoned")
             .decide(&o);
+        if let Some(e) = self.raised.lock().expect("never poisoned").take() {
+            return Err(e);
+        }
         let sizes = d
             .sizes
             .iter()

@@ -4,7 +4,9 @@
 //! controller (`crates/control`, the same object `tierlab control` drives live)
 //! decides, and the engine re-sizes the tier's pools on every server. Nothing here
 //! draws a random number or schedules an event: a run with control is as deterministic
-//! as one without, and `static` changes nothing of it.
+//! as one without, and `static` changes nothing of it. The `twin` strategy is decided
+//! outside the engine (in Python, where the twin is simulated): its controller is
+//! handed over before the run (`hand_over`) and put through the same guards.
 
 use std::collections::BTreeMap;
 
@@ -116,7 +118,9 @@ struct Controlled {
 }
 
 pub(crate) struct Control {
-    controller: Box<dyn Controller>,
+    /// The strategy's controller, guarded; None until `hand_over` gives it where the
+    /// strategy is decided outside the engine (twin).
+    controller: Option<Box<dyn Controller>>,
     spec: control::Spec,
     tier_name: String,
     strategy: &'static str,
@@ -184,10 +188,11 @@ impl Control {
             .unwrap_or_default();
         let spec = c.spec();
         Control {
-            controller: control::build(&spec),
+            controller: (!external(&spec)).then(|| control::build(&spec)),
             strategy: match spec.strategy {
                 control::Strategy::Static => "static",
                 control::Strategy::Gradient(_) => "gradient",
+                control::Strategy::Twin(_) => "twin",
             },
             spec,
             tier_name: t.name.clone(),
@@ -237,7 +242,11 @@ impl Control {
             return Vec::new();
         }
         let o = self.observation(servers);
-        let d = self.controller.decide(&o);
+        let d = self
+            .controller
+            .as_mut()
+            .expect("handed over before the run (Sim::with_controller)")
+            .decide(&o);
         let changes: Vec<(usize, u32)> = self
             .pools
             .iter()
@@ -305,7 +314,7 @@ impl Control {
             mix,
             throughput: ok as f64 / interval,
             errors: failed as f64 / interval,
-            response_time: latency(&mut self.times),
+            response_time: Latency::of(&mut self.times),
             pools,
             cpu: (!self.cpu.is_empty()).then(|| mean(&mut self.cpu.iter().copied(), &self.sums)),
         }
@@ -321,18 +330,32 @@ impl Control {
     }
 }
 
-/// Mean and nearest-rank percentiles of `times`; None when empty.
-fn latency(times: &mut [f64]) -> Option<Latency> {
-    if times.is_empty() {
-        return None;
+/// Whether the spec's strategy is decided outside the engine (and this crate): twin.
+fn external(spec: &control::Spec) -> bool {
+    matches!(spec.strategy, control::Strategy::Twin(_))
+}
+
+/// Give the model's controller (`c`) its strategy decided outside the engine, put
+/// through the spec's guards (`control::guarded`): required where the model's strategy
+/// is such (twin: Python's, `crates/py`), refused where it is the engine's own or the
+/// model has no control.
+pub(crate) fn hand_over(
+    c: &mut Option<Control>,
+    strategy: Option<Box<dyn Controller>>,
+) -> Result<(), String> {
+    let refuse =
+        |why: &str| -> Result<(), String> { Err(format!("engine model: control.strategy: {why}")) };
+    match (c, strategy) {
+        (Some(c), Some(s)) if external(&c.spec) => {
+            c.controller = Some(control::guarded(&c.spec, s));
+            Ok(())
+        }
+        (Some(c), None) if external(&c.spec) => refuse(
+            "the twin strategy is decided in Python: run the model through tierlab.simulate, which builds it",
+        ),
+        (_, Some(_)) => refuse(
+            "a strategy was handed over, but the model's control is the engine's own (or there is none)",
+        ),
+        _ => Ok(()),
     }
-    times.sort_by(f64::total_cmp);
-    let n = times.len();
-    let at = |q: f64| times[((q * n as f64).ceil() as usize).clamp(1, n) - 1];
-    Some(Latency {
-        mean: times.iter().sum::<f64>() / n as f64,
-        p50: at(0.5),
-        p90: at(0.9),
-        p99: at(0.99),
-    })
 }

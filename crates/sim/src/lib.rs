@@ -22,6 +22,16 @@ pub use engine::Sim;
 
 /// Simulate a model given as engine JSON. `tick(fraction)` may return false to stop.
 pub fn simulate(model_json: &str, tick: impl FnMut(f64) -> bool) -> Result<trace::Output, String> {
+    simulate_with(model_json, None, tick)
+}
+
+/// `simulate`, the model's control strategy decided outside the engine being `strategy`
+/// (the `twin`: Python's, through crates/py), put through the control spec's guards.
+pub fn simulate_with(
+    model_json: &str,
+    strategy: Option<Box<dyn ::control::Controller>>,
+    tick: impl FnMut(f64) -> bool,
+) -> Result<trace::Output, String> {
     let model = model::Model::from_json(model_json)?;
-    Sim::new(model).run(tick)
+    Sim::with_controller(model, strategy)?.run(tick)
 }

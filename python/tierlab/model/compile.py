@@ -212,12 +212,11 @@ def _control(m: Model, c: Control, bad: _Problems) -> dict | None:
     windows = c.interval / m.run.window
     if round(windows) < 1 or abs(windows - round(windows)) > 1e-9 * windows:
         bad.add("control.interval", f"{c.interval} s is not a whole number of monitoring windows (run.window {m.run.window} s)")
-    strategy = {"strategy": c.strategy} | (c.gradient.model_dump() if c.strategy == "gradient" else {})
     return {
         "tier": tiers.index(tname),
         "interval": c.interval,
         "bounds": {k: list(v) for k, v in c.bounds.items()},
-        "strategy": strategy,
+        "strategy": c.engine_strategy(),
         "max_step": c.max_step,
     }
 

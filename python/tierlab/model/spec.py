@@ -539,17 +539,38 @@ class Gradient(Strict):
     warmup: Annotated[int, Field(ge=0, le=1_000_000, description="intervals averaged plainly before the long-term average starts"), NUMBER] = 10
 
 
+class Twin(Strict):
+    """The twin strategy's parameters (docs/control.md): a model of the tier re-calibrated
+    every interval from the pools' hold times, searched at the observed load and mix."""
+
+    model: str | None = Field(None, description="the twin, a model file (e.g. from `tierlab twin calibrate`), relative to this one; null = this model itself")
+    slo_p99: PosSeconds = Field(1.0, description="seconds the response time's 99th percentile must stay under")
+    hysteresis: NonNeg = Field(0.05, description="the least predicted gain over the sizes in force that moves them (0.05: 5%)")
+    grid: Annotated[int, Field(ge=2, le=64, description="sizes per pool on the search's coarse grid (geometric between the bounds)"), NUMBER] = 4
+    horizon: PosSeconds = Field(20.0, description="seconds of the observed load the twin simulates per candidate (after a quarter as much warm-up)")
+    smoothing: Annotated[float, Field(gt=0, le=1, description="the share of each interval's measured ÷ predicted hold time taken"), NUMBER] = 0.5
+
+
 class Control(Strict):
     """An online controller re-sizing one tier's pools every interval (docs/control.md)."""
 
-    strategy: Literal["static", "gradient"] = Field(description="static: nothing changes (the baseline); gradient: Gradient2 on the thread pool")
+    strategy: Literal["static", "gradient", "twin"] = Field(
+        description="static: nothing changes (the baseline); gradient: Gradient2 on the thread pool; twin: the best sizes the re-calibrated twin predicts"
+    )
     tier: Name | None = Field(None, description="the tier whose pools are re-sized (default: the first with a threads pool)")
     interval: Annotated[PosSeconds, Field(description="seconds between decisions: a whole number of run.window")] = 5.0
     bounds: dict[Literal["threads", "connections"], tuple[PosU32, PosU32]] = Field(
         description="each re-sized pool's [least, greatest] size, by kind, e.g. {threads: [2, 64]}; pools without are left alone"
     )
     gradient: Gradient = Field(Gradient(), description="the gradient strategy's parameters")
+    twin: Twin = Field(Twin(), description="the twin strategy's parameters")
     max_step: PosU32 | None = Field(None, description="the most one decision may move a pool's size (a rate limit on changes); none: no limit")
+
+    def engine_strategy(self) -> dict:
+        """The strategy as crates/control's `Strategy` reads it: its name and parameters
+        (the twin's file is Python's to load, not the controller's)."""
+        params = {"gradient": self.gradient.model_dump(), "twin": self.twin.model_dump(exclude={"model"})}
+        return {"strategy": self.strategy} | params.get(self.strategy, {})
 
 
 class Model(Strict):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable
@@ -52,7 +53,20 @@ def simulate(
     # The public entry point: the one below the CLI that takes a path (parsed here, once).
     loaded = load_model(model).with_run(seed=seed, duration=duration, warmup=warmup, records=records)
     engine = loaded.engine()
-    out = run_engine(_core.simulate, engine, progress, loaded.source)
+    out = run_engine(_engine(loaded), engine, progress, loaded.source)
     trace = from_core(out, loaded.spec.name)
     raise_if_stopped(out, trace)
     return trace
+
+
+def _engine(loaded: LoadedModel) -> Callable:
+    """`_core.simulate`, handed the model's controller where its strategy is decided in
+    Python (twin: built here from the model's `control:`, and called by the engine at
+    each interval)."""
+    c = loaded.spec.control
+    if c is None or c.strategy != "twin":
+        return _core.simulate
+    # The experiments layer sits above this one: imported only for a model that asks for it.
+    from ..experiments.control.twin import TwinController
+
+    return functools.partial(_core.simulate, controller=TwinController.of_model(loaded))

@@ -146,6 +146,18 @@ impl Sim {
         }
     }
 
+    /// The engine for `m`, its control's strategy decided outside the engine being
+    /// `strategy` (twin: Python's, through crates/py); an error where the model's
+    /// strategy needs one and none is given, or one is given to any other model.
+    pub fn with_controller(
+        m: Model,
+        strategy: Option<Box<dyn ::control::Controller>>,
+    ) -> Result<Sim, String> {
+        let mut sim = Sim::new(m);
+        crate::control::hand_over(&mut sim.control, strategy)?;
+        Ok(sim)
+    }
+
     /// Run to the model's duration. `tick(fraction done)` is called now and then; it
     /// returns false to stop early (the output then covers the time simulated so far).
     /// A model whose clock stops (events for ever at one instant) is an error.

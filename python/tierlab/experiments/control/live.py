@@ -7,7 +7,9 @@ refused); the Prometheus exposition of the same endpoint is read at the ends for
 requests finished by type and outcome and their response-time histogram. The
 differences over the interval are the `control::Observation` the Rust controller is fed;
 its sizes are set with `configure` (not with `--dry-run`), and every decision is a line
-of the log, in the trace's `ControlDecision` shape."""
+of the log, in the trace's `ControlDecision` shape. The twin strategy is decided in
+Python (`twin.TwinController`, over the twin model given), handed to the same Rust
+controller, which puts its decisions through the same guards."""
 
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
@@ -28,10 +29,11 @@ from pydantic import TypeAdapter
 from ... import _core
 from ...errors import InputError
 from ...live.admin import Admin
+from ...model import load_model
+from ...model.spec import Twin
 from ...trace.schema import ControlDecision, ControlSummary
+from .twin import Bounds, TwinController
 
-Kind = Literal["threads", "connections"]
-Bounds = dict[Kind, tuple[int, int]]
 _DECISION = TypeAdapter(ControlDecision)
 _SUMMARY = TypeAdapter(ControlSummary)
 
@@ -223,23 +225,26 @@ def control_loop(
     sample: float = 0.25,
     max_step: int | None = None,
     metrics_port: int | None = None,
+    twin: Twin | None = None,
 ) -> dict[str, int]:
     """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
     `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
     every decision appended to `log` (and with `metrics_port`, on
     http://127.0.0.1:PORT/metrics). Returns the
-    sizes in force at the end (Ctrl-C leaves them so, and `say`s which)."""
-    spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy), "max_step": max_step}
+    sizes in force at the end (Ctrl-C leaves them so, and `say`s which). The twin
+    strategy takes its parameters and its model (`twin.model`, a file) from `twin`."""
+    # The tier as the server names itself (the middleware's `Tier.name`).
+    tier = admins[0].metrics()["tier"]
+    spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy, twin), "max_step": max_step}
     try:
-        controller = _core.Controller(json.dumps(spec))
+        controller = _core.Controller(json.dumps(spec), _twin(twin, bounds, tier) if strategy == "twin" else None)
     except ValueError as e:
         raise InputError(str(e)) from None
     observer = LiveObserver(admins, sample)
     log.parent.mkdir(parents=True, exist_ok=True)
     origin = time.monotonic()
     with log.open("x") as out, _serving(metrics_port) as exported:
-        # The tier as the server names itself (the middleware's `Tier.name`).
-        out.write(json.dumps({"strategy": strategy, "tier": admins[0].metrics()["tier"], "interval": interval}) + "\n")
+        out.write(json.dumps({"strategy": strategy, "tier": tier, "interval": interval}) + "\n")
         observer.start()
         try:
             while duration is None or time.monotonic() - origin < duration - 1e-9:
@@ -264,13 +269,23 @@ def control_loop(
     return {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
 
 
-def _strategy(name: str) -> dict:
+def _strategy(name: str, twin: Twin | None) -> dict:
     if name == "gradient":
         # Gradient2's defaults, its windows in intervals (crates/control).
         return {"strategy": "gradient", "smoothing": 0.2, "queue": 4.0, "tolerance": 1.5, "long_window": 120, "warmup": 10}
     if name == "static":
         return {"strategy": "static"}
-    raise InputError(f"--strategy: {name!r} is not built yet; static or gradient")
+    if name == "twin":
+        if twin is None or twin.model is None:
+            raise InputError("--twin: the twin strategy needs the twin, a model file (`tierlab twin calibrate … --out twin.yaml`)")
+        return {"strategy": "twin"} | twin.model_dump(exclude={"model"})
+    raise InputError(f"--strategy: {name!r} is not one; static, gradient or twin")
+
+
+def _twin(twin: Twin | None, bounds: Bounds, tier: str) -> TwinController:
+    """The twin strategy over the twin model file `twin.model`, controlling `tier`."""
+    assert twin is not None and twin.model is not None, "checked by _strategy"
+    return TwinController(load_model(twin.model), twin, bounds, tier)
 
 
 def _sizes(sizes: dict[str, int]) -> str:

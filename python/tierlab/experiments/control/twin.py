@@ -1,0 +1,302 @@
+"""The `twin` strategy of online control (issue 42; docs/control.md, "twin"): a model of
+the tier — its twin — re-calibrated every interval from what the interval showed, then
+searched for the pool sizes that serve the observed load and mix best; the sizes move
+only when the predicted gain passes a hysteresis, and every decision gives the
+predicted figures behind it.
+
+Written once, with the contract of the Rust controllers (`crates/control`: an
+interval's observation in, the sizes and a reason out), and driven two ways: the
+simulator's engine calls `decide` at each interval of a model whose `control.strategy`
+is twin (`tierlab.simulate` builds it: `TwinController.of_model`), and `tierlab control
+--strategy twin` calls it beside a live testbed. Both hand it to the Rust side
+(`_core.simulate(controller=)`, `_core.Controller(spec, strategy=)`), which puts its
+decisions through the same guards as the engine's own strategies (max_step, the revert
+of a change after which errors rise).
+
+Each decision simulates the twin a few dozen times (`TwinParams.horizon` seconds of the
+observed load each, one seed): the cost of a decision is measured by
+`benchmarks/control_twin_cost.py`."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ... import _core
+from ...errors import InputError
+from ...model import LoadedModel, load_model
+from ...model.spec import Twin as TwinParams
+from ...run.simulate import run_engine
+from ...trace.schema import Summary, sent
+
+Kind = Literal["threads", "connections"]
+Bounds = dict[Kind, tuple[int, int]]
+
+SEED = 1  # every simulation of the twin: the same observations give the same decision, and candidates meet the same arrivals
+TIE = 0.01  # throughputs within 1% are equal: a short simulation does not tell them apart
+STEP = 2.0  # the most one interval's hold-time ratio moves a demand scale, either way: one wild interval is not a new demand
+START = "_twin_start"  # the twin's chain at the observed mix: a start state that issues no request, then one request a session
+GROUPS = ("tier", "behind")  # the demands re-calibrated: the tier's own CPU, and the CPU of the tiers behind its connections
+
+
+@dataclass(frozen=True)
+class Times:
+    """Per request: the seconds a thread and a connection were held per grant (Little's
+    law, as `control::PoolObs::hold`), and a thread's time outside the connections and
+    their wait (its own work); NaN where the pools do not show it."""
+
+    threads: float
+    connections: float
+    own: float
+
+
+def times(pools: dict[str, dict[str, float]], seconds: float) -> Times:
+    """`Times` from per-server pool figures over `seconds` (an observation's `pools`,
+    or a simulated summary's brought to the same form by `_pools`)."""
+
+    def hold(kind: str) -> float:
+        p = pools.get(kind)
+        return p["busy"] * seconds / p["acquired"] if p and p["acquired"] > 0 and p["busy"] > 0 else math.nan
+
+    t, c = pools.get("threads"), pools.get("connections")
+    own = math.nan
+    if t and c and t["acquired"] > 0:
+        # A request waiting for a connection, or holding one, holds its thread meanwhile.
+        left = t["busy"] - c["busy"] - c["queued"]
+        own = left * seconds / t["acquired"] if left > 0 else math.nan
+    return Times(hold("threads"), hold("connections"), own)
+
+
+@dataclass(frozen=True)
+class _AtLoad:
+    """The twin's engine input at one interval's load, and the parts of it a candidate
+    changes: each CPU station with its group and its own speed, the bounded pools."""
+
+    engine: dict
+    cpus: list[tuple[dict, str, float]]
+    pools: dict[str, dict]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The twin's figures for one configuration at the interval's load."""
+
+    sizes: dict[str, int]
+    throughput: float  # requests/s served ok
+    p99: float  # seconds; inf when none finished
+    times: Times
+
+    def text(self) -> str:
+        p99 = f"{self.p99 * 1e3:,.0f} ms" if math.isfinite(self.p99) else "none finished"
+        return f"{_sizes(self.sizes)} → {self.throughput:.1f} req/s, p99 {p99}"
+
+
+class TwinController:
+    """The twin strategy over `bounds` of `tier`'s pools (threads, connections: one pool
+    of each kind in the twin's tier). `decide(observation)` — the dict of a
+    `control::Observation` — returns (sizes by pool kind, reason)."""
+
+    def __init__(self, twin: LoadedModel, params: TwinParams, bounds: Bounds, tier: str | None = None):
+        # The twin's own control would run a controller inside each of its simulations.
+        self.twin = twin.with_changes({"control": None}) if twin.spec.control is not None else twin
+        tiers = self.twin.spec.tiers
+        tier = tier or next((t for t, v in tiers.items() if any(p.kind == "threads" for p in v.pools.values())), None)
+        if tier not in tiers:
+            raise InputError(f"the twin ({self.twin.spec.name}) has no tier {tier!r} to control (tiers: {', '.join(tiers)})")
+        self.tier, self.params = tier, params
+        self.bounds: dict[str, tuple[int, int]] = {str(k): v for k, v in bounds.items()}
+        self.pools: dict[str, str] = {}
+        for kind in self.bounds:
+            names = [n for n, p in tiers[tier].pools.items() if p.kind == kind]
+            if len(names) != 1:
+                raise InputError(f"the twin's tier {tier!r} has {len(names)} {kind} pools ({', '.join(names) or 'none'}); the controller re-sizes exactly one")
+            self.pools[kind] = names[0]
+        # The demands' scales (measured ÷ the twin's own), each a group of CPU stations.
+        self.scale = dict.fromkeys(GROUPS, 1.0)
+        self._behind = any(s.kind == "cpu" for t, v in tiers.items() if t != tier for s in v.stations.values())
+
+    @classmethod
+    def of_model(cls, model: LoadedModel) -> TwinController:
+        """The controller a model's `control:` names (strategy twin): its twin the model
+        itself, or the model file `control.twin.model` (relative to the model's)."""
+        c = model.spec.control
+        if c is None or c.strategy != "twin":
+            raise InputError("control.strategy: the model's controller is not twin")
+        twin = model if c.twin.model is None else load_model(model.base_dir / c.twin.model)
+        tier = list(model.spec.tiers)[model.compiled.engine["control"]["tier"]]
+        if tier not in twin.spec.tiers:
+            raise InputError(f"control.twin.model: the twin {c.twin.model} has no tier {tier!r}, the one controlled")
+        return cls(twin, c.twin, {k: (lo, hi) for k, (lo, hi) in c.bounds.items()}, tier)
+
+    def decide(self, o: dict) -> tuple[dict[str, int], str]:
+        """The sizes for the interval `o` describes, and why."""
+        in_force = {k: int(o["pools"][k]["size"]) for k in self.bounds if k in o["pools"]}
+        if not in_force:
+            return in_force, "twin: the bounded pools were not observed: nothing to size"
+        if o["arrivals"] <= 0 or not o["mix"]:
+            return in_force, "twin: nothing arrived in the interval: sizes held"
+        known = {t: s for t, s in o["mix"].items() if s > 0 and t in self.twin.spec.requests}
+        if not known:
+            return in_force, f"twin: none of the request types seen ({', '.join(o['mix'])}) is the twin's: sizes held"
+        at_load = self._at_load(o["arrivals"], known, {k: int(p["size"]) for k, p in o["pools"].items() if k in ("threads", "connections")})
+        calibration = self._recalibrate(times(o["pools"], o["interval"]), self._predict(at_load, in_force).times)
+        candidates = [self._predict(at_load, sizes) for sizes in self._candidates(in_force)]
+        now = next(p for p in candidates if p.sizes == in_force)
+        choice = self._best(candidates)
+        head = f"twin at {o['arrivals']:.1f} req/s ({calibration})"
+        move, why = self._worth_it(now, choice)
+        said = f"{head}: in force {now.text()}; best {choice.text()}; {why}"
+        return (choice.sizes if move else in_force), said
+
+    def _at_load(self, rate: float, mix: dict[str, float], sizes: dict[str, int]) -> _AtLoad:
+        """The twin's engine input at the interval's load: one-request sessions in the
+        observed mix arriving as Poisson at the observed rate (its own workload stands
+        for another load), stationary, run for the horizon after a quarter of it as
+        warm-up; its pools at the sizes in force. Compiled once per interval, then
+        changed in place for each candidate (`_predict`): validating and compiling the
+        model for each would cost more than its simulation."""
+        w = self.twin.spec.workload
+        chain = {"matrix": {START: mix, **{t: {"END_OF_SESSION": 1.0} for t in mix}}, "start": START, "normalize": True}
+        workload = w.model_dump(mode="json", include={"entry", "session_weight"}, exclude_unset=True) | {"population": {"session_rate": rate}, "chain": chain}
+        h = self.params.horizon
+        changes: dict = {"workload": workload, "run.duration": 1.25 * h, "run.warmup": 0.25 * h, "run.window": 0.25 * h, "run.seed": SEED, "run.records": False}
+        changes |= {f"tiers.{self.tier}.pools.{name}.size": sizes[kind] for kind, name in self._all_pools().items() if kind in sizes}
+        # Overload is a prediction here, not a mistake: the compiled input, without its
+        # warnings; a copy, as the model's compiled input is cached on it.
+        engine = copy.deepcopy(self.twin.with_changes(changes).compiled.engine)
+        cpus = [(s, "tier" if t["name"] == self.tier else "behind", s["speed"]) for t in engine["tiers"] for s in t["stations"] if s["kind"] == "cpu"]
+        tier = next(t for t in engine["tiers"] if t["name"] == self.tier)
+        pools = {k: next(p for p in tier["pools"] if p["name"] == n) for k, n in self.pools.items()}
+        return _AtLoad(engine, cpus, pools)
+
+    def _all_pools(self) -> dict[str, str]:
+        """The tier's threads and connections pools by kind (bounded or not)."""
+        pools = self.twin.spec.tiers[self.tier].pools.items()
+        return {k: n for k in ("threads", "connections") for n, p in pools if p.kind == k}
+
+    def _predict(self, at: _AtLoad, sizes: dict[str, int]) -> Prediction:
+        """The twin at the interval's load at `sizes`, its demands at the current scales
+        (a CPU station's speed divided by its group's scale)."""
+        for station, group, speed in at.cpus:
+            station["speed"] = speed / self.scale[group]
+        for kind, size in sizes.items():
+            at.pools[kind]["size"] = size
+        summary = json.loads(run_engine(_core.simulate, at.engine, None, self.twin.source)["summary"])
+        o = observed(summary, self.tier, self._all_pools())
+        p99 = o["response_time"]["p99"] if o["response_time"] else math.inf
+        return Prediction(dict(sizes), o["throughput"], p99, times(o["pools"], o["interval"]))
+
+    def _recalibrate(self, seen: Times, twin: Times) -> str:
+        """Move the demands' scales towards measured ÷ predicted hold times (each interval
+        by `smoothing` of the way, in logarithms: an exponential average of the ratios,
+        one interval's ratio capped at `STEP`). With the connections observed and tiers
+        behind them, the connection hold re-scales those tiers and a thread's own time the
+        tier; otherwise the thread hold (or the connection hold) re-scales both."""
+        split = self._behind and all(math.isfinite(x) for x in (seen.connections, twin.connections, seen.own, twin.own))
+        if split:
+            ratios = {"tier": seen.own / twin.own, "behind": seen.connections / twin.connections}
+        else:
+            pair = (seen.threads, twin.threads) if math.isfinite(seen.threads * twin.threads) else (seen.connections, twin.connections)
+            one = pair[0] / pair[1] if math.isfinite(pair[0] * pair[1]) and pair[1] > 0 else math.nan
+            ratios = dict.fromkeys(GROUPS, one)
+        for group, r in ratios.items():
+            if math.isfinite(r) and r > 0:
+                self.scale[group] *= min(STEP, max(1 / STEP, r)) ** self.params.smoothing
+        shown = GROUPS if self._behind else ("tier",)
+        return "demand " + ", ".join(f"{g} ×{self.scale[g]:.2f}" for g in shown)
+
+    def _candidates(self, in_force: dict[str, int]) -> list[dict[str, int]]:
+        """The sizes searched: a coarse grid between the bounds (`grid` sizes per pool,
+        geometric: relative steps matter), the neighbours of the sizes in force (±¼ of
+        each, at least 1), and the sizes in force themselves (even outside the bounds:
+        they are what a move is weighed against)."""
+        kinds = list(in_force)
+        grid = [_geometric(*self.bounds[k], self.params.grid) for k in kinds]
+        near = [_near(in_force[k], *self.bounds[k]) for k in kinds]
+        out = [dict(zip(kinds, c)) for c in itertools.chain(itertools.product(*grid), itertools.product(*near))]
+        out.append(dict(in_force))
+        return list({tuple(sorted(c.items())): c for c in out}.values())
+
+    def _best(self, candidates: list[Prediction]) -> Prediction:
+        """Within the bounds: of those whose p99 keeps under the SLO by the hysteresis (a
+        margin, so that the next interval's noise does not put it over), the highest
+        throughput (within `TIE`), then the fewest threads and connections; if none
+        does, the highest throughput, then the lowest p99."""
+        h, slo = self.params.hysteresis, self.params.slo_p99
+        inside = [p for p in candidates if all(lo <= p.sizes[k] <= hi for k, (lo, hi) in self.bounds.items() if k in p.sizes)]
+        under = [p for p in inside if p.p99 <= slo / (1 + h)]
+        pool = under or inside
+        top = max(p.throughput for p in pool)
+        level = [p for p in pool if p.throughput >= top * (1 - TIE)]
+        if under:
+            return min(level, key=lambda p: (sum(p.sizes.values()), p.p99, sorted(p.sizes.items())))
+        return min(level, key=lambda p: (p.p99, sum(p.sizes.values()), sorted(p.sizes.items())))
+
+    def _worth_it(self, now: Prediction, choice: Prediction) -> tuple[bool, str]:
+        """Whether to move from the sizes in force to the choice, and why: the sizes in
+        force outside the bounds; their p99 over the SLO by more than the hysteresis
+        and the choice's under it; otherwise a predicted gain — in throughput, or with
+        the SLO missed either way in p99 — above the hysteresis."""
+        h, slo = self.params.hysteresis, self.params.slo_p99
+        if choice.sizes == now.sizes:
+            return False, "the sizes in force are the best: held"
+        if any(not lo <= now.sizes[k] <= hi for k, (lo, hi) in self.bounds.items() if k in now.sizes):
+            return True, "the sizes in force are outside the bounds: moved"
+        if choice.p99 <= slo and now.p99 > slo * (1 + h):
+            return True, f"p99 over the SLO {slo * 1e3:,.0f} ms by more than the hysteresis {h:.0%} in force, under it at the best: moved"
+        gain = choice.throughput / now.throughput - 1 if now.throughput > 0 else (math.inf if choice.throughput > 0 else 0.0)
+        what = "throughput"
+        if now.p99 > slo and choice.p99 > slo:
+            p99_gain = now.p99 / choice.p99 - 1 if math.isfinite(choice.p99) else 0.0
+            if p99_gain > gain:
+                gain, what = p99_gain, "p99"
+        if gain > h:
+            return True, f"{what} gain {gain:+.1%} > hysteresis {h:.0%}: moved"
+        return False, f"{what} gain {gain:+.1%} ≤ hysteresis {h:.0%}: held"
+
+
+def observed(summary: Summary, tier: str, pools: dict[str, str]) -> dict:
+    """A simulated run's measured period as one interval's observation of `tier` (its
+    `pools` by kind → name; each pool's figures per server, their mean), the shape
+    `decide` is fed: how the twin reads its own predictions, and how a test or a
+    benchmark makes an interval of a known system."""
+    seconds, servers = summary["measured_seconds"], summary["tiers"][tier]["servers"]
+    counts = {t: sent(v["requests"]) for t, v in summary["types"].items()}
+    total, r = sum(counts.values()), summary["requests"]
+    rt = summary["response_time"]
+
+    def pool(name: str) -> dict[str, float]:
+        p: list[dict[str, Any]] = [dict(s["pools"][name]) for s in servers]
+        mean = lambda f: sum(float(x[f]) for x in p) / len(p)  # noqa: E731
+        return {"size": p[0]["size"], "busy": mean("mean_busy"), "queued": mean("mean_queued"), "acquired": mean("acquired"), "rejected": mean("rejected")}
+
+    return {
+        "interval": seconds,
+        "arrivals": total / seconds,
+        "mix": {t: c / total for t, c in counts.items() if c},
+        "throughput": summary["throughput"],
+        "errors": (r["rejected"] + r["timeout"] + r["error"]) / seconds,
+        "response_time": {k: rt[k] for k in ("mean", "p50", "p90", "p99")} if rt else None,
+        "pools": {kind: pool(name) for kind, name in pools.items()},
+        "cpu": None,
+    }
+
+
+def _geometric(lo: int, hi: int, n: int) -> list[int]:
+    """`n` sizes from `lo` to `hi`, evenly spaced in logarithm, rounded (fewer where
+    they round alike)."""
+    return sorted({round(lo * (hi / lo) ** (i / (n - 1))) for i in range(n)})
+
+
+def _near(size: int, lo: int, hi: int) -> list[int]:
+    """`size` and its neighbours a quarter of it away (at least 1), within the bounds."""
+    step = max(1, round(size / 4))
+    return sorted({min(hi, max(lo, s)) for s in (size - step, size, size + step)})
+
+
+def _sizes(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(sizes.items()))
