@@ -33,6 +33,9 @@ pub struct Config {
     pub limits: Limits,
     pub sync: Option<SyncConfig>,
     pub admin: Option<AdminConfig>,
+    /// A limit on each backend's requests in flight (503 + Retry-After past it); none if
+    /// absent.
+    pub limit: Option<LimitConfig>,
     /// JSON-lines file of per-request decisions (format in README.md); none if absent.
     pub decisions: Option<PathBuf>,
     /// Written at shutdown: the tier's `dispatch` summary as the simulator writes it.
@@ -249,6 +252,29 @@ impl Default for Limits {
     }
 }
 
+/// The per-backend limit on requests in flight (`limit.rs`): a request the policy
+/// places on a backend holding `size` is answered 503 with `Retry-After`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitConfig {
+    /// Requests in flight per backend at most; with `control`, the limit it starts at.
+    pub size: u32,
+    /// The `Retry-After` seconds of a 503 past the limit.
+    #[serde(default = "LimitConfig::default_retry_after")]
+    pub retry_after: u32,
+    /// A controller of `crates/control` (its spec, as `tierlab control` and the model's
+    /// `control:` give it) re-sizing each backend's limit every `interval` seconds; the
+    /// limit is its `threads` pool: `{"interval": 1, "bounds": {"threads": [2, 64]},
+    /// "strategy": {"strategy": "gradient", …}}`. None: the limit stays at `size`.
+    pub control: Option<control::Spec>,
+}
+
+impl LimitConfig {
+    fn default_retry_after() -> u32 {
+        1
+    }
+}
+
 /// Load-metric exchange with the other proxies in front of the same backends (UDP).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -333,6 +359,29 @@ impl Config {
                 );
             }
         }
+        if let Some(l) = &self.limit {
+            if l.size == 0 {
+                return bad("limit.size", "give at least 1 request in flight".into());
+            }
+            if let Some(spec) = &l.control {
+                if let Some((field, why)) = spec.problem() {
+                    return bad(&format!("limit.control.{field}"), why);
+                }
+                if matches!(spec.strategy, control::Strategy::Twin(_)) {
+                    return bad(
+                        "limit.control.strategy",
+                        "twin is decided in Python (it simulates the tier); give static or gradient".into(),
+                    );
+                }
+                let threads = spec.bounds.contains_key(&control::PoolKind::Threads);
+                if !threads || spec.bounds.len() > 1 {
+                    return bad(
+                        "limit.control.bounds",
+                        "give `threads` alone: the controller sizes the limit as the backend's threads".into(),
+                    );
+                }
+            }
+        }
         for (prefix, name) in &self.types.paths {
             if !self.types.names.contains(name) {
                 return bad(
@@ -376,5 +425,42 @@ mod tests {
             err.contains("admin.listen") && err.contains("127.0.0.1"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_limit_gets_its_defaults_and_a_bad_one_is_named() {
+        let with = |limit: &str| {
+            Config::from_json(&format!(
+                r#"{{"listen": "127.0.0.1:0", "backends": ["127.0.0.1:1"],
+                    "policy": {{"policy": "round_robin"}}, "limit": {limit}}}"#
+            ))
+        };
+        let l = with(r#"{"size": 4}"#).unwrap().limit.unwrap();
+        assert_eq!((l.size, l.retry_after, l.control.is_none()), (4, 1, true));
+        let control = |bounds: &str, interval: f64| {
+            format!(
+                r#"{{"size": 4, "control": {{"interval": {interval}, "bounds": {bounds},
+                    "strategy": {{"strategy": "static"}}}}}}"#
+            )
+        };
+        for (limit, field) in [
+            (r#"{"size": 0}"#.to_string(), "limit.size"),
+            (
+                control(r#"{"threads": [2, 8]}"#, 0.0),
+                "limit.control.interval",
+            ),
+            (
+                control(r#"{"threads": [9, 8]}"#, 1.0),
+                "limit.control.bounds.threads",
+            ),
+            (
+                control(r#"{"connections": [2, 8]}"#, 1.0),
+                "limit.control.bounds",
+            ),
+        ] {
+            let err = with(&limit).unwrap_err();
+            assert!(err.contains(field), "{limit}: {err}");
+        }
+        assert!(with(&control(r#"{"threads": [2, 8]}"#, 1.0)).is_ok());
     }
 }

@@ -24,6 +24,8 @@ pub enum Outcome {
     QueueFull,
     QueueTimeout,
     NoBackend,
+    /// The backend the policy chose held its limit of requests in flight (503).
+    Limit,
     /// The client's request body broke off while it was read or sent on (400).
     ClientAborted,
     /// The client's request body did not arrive within `limits.body_timeout` (408).

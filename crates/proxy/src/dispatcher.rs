@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use policy::{Dispatch, Metrics, Request, WaitQueue};
 use tokio::sync::oneshot;
 
+use crate::limit::Limit;
 use crate::sessions::Sessions;
 use crate::stats::Stats;
 
@@ -55,6 +56,8 @@ pub enum Refusal {
     QueueFull,
     QueueTimeout,
     NoBackend,
+    /// The backend the policy chose holds its limit of requests in flight.
+    Limit,
 }
 
 enum Ticket {
@@ -78,6 +81,8 @@ struct Inner {
     phantom: Vec<Vec<usize>>,
     phantoms: usize,
     next_waiter: u64,
+    /// The per-backend limit on requests in flight, if configured.
+    limit: Option<Limit>,
 }
 
 /// Picks per request at most, per backend, before every backend counts as down: a
@@ -110,6 +115,9 @@ pub struct Lease {
     session: u64,
     remember: bool,
     reached: bool,
+    /// When it was placed, and whether the backend failed it (for the limit's controller).
+    since: f64,
+    failed: bool,
 }
 
 impl Lease {
@@ -132,6 +140,13 @@ impl Lease {
             self.d.lock().sessions.set(self.session, p.server, now);
         }
     }
+
+    /// The backend failed the request (refused the connection, lost it, timed out,
+    /// broke off its response or answered 5xx): an error in the limit controller's
+    /// observation.
+    pub fn failed(&mut self) {
+        self.failed = true;
+    }
 }
 
 impl Drop for Lease {
@@ -140,7 +155,8 @@ impl Drop for Lease {
         self.d.stats.backends[k].active.dec();
         let mut g = self.d.lock();
         let now = self.d.clock.now();
-        g.policy.done(now, k, self.ty);
+        let finished = (now - self.since, !self.failed);
+        self.d.release(&mut g, now, k, self.ty, Some(finished));
         self.d.drain(&mut g, now);
     }
 }
@@ -164,11 +180,22 @@ impl Dispatcher {
                 phantom: vec![Vec::new(); backends],
                 phantoms: 0,
                 next_waiter: 0,
+                limit: None,
             }),
             clock,
             stats,
             retry,
         }
+    }
+
+    /// With every backend limited to `size` requests in flight (`limit.rs`).
+    pub fn limited(self, size: u32) -> Dispatcher {
+        for b in &self.stats.backends {
+            b.limit.set(i64::from(size));
+        }
+        let now = self.clock.now();
+        self.lock().limit = Some(Limit::new(self.backends(), size, now));
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -206,7 +233,17 @@ impl Dispatcher {
                 gap: if first_ask { gap } else { None },
             };
             match self.pick_up(&mut g, now, req) {
-                Ok(Some(k)) => return Ok(self.lease(req, k, 0.0, remember)),
+                Ok(Some(k)) if self.admit(&mut g, now, k, req.ty) => {
+                    return Ok(self.lease(req, k, 0.0, remember, now))
+                }
+                Ok(Some(k)) => {
+                    if let Some(l) = g.limit.as_mut() {
+                        l.refused(k);
+                    }
+                    self.stats.rejected_limit.inc();
+                    self.stats.backends[k].rejected_limit.inc();
+                    return Err(Refusal::Limit);
+                }
                 Err(r) => return Err(r),
                 Ok(None) => {}
             }
@@ -275,9 +312,36 @@ impl Dispatcher {
         }
     }
 
-    /// The lease of `req` on `k`: in progress there; sessions are booked once the
-    /// request reaches it ([`Lease::reached`]).
-    fn lease(self: &Arc<Self>, req: Request, k: usize, queued: f64, remember: bool) -> Lease {
+    /// Whether backend `k`, just picked, has room under its limit (the request then
+    /// counts in flight there); if not, the pick is undone with the policy (`done`, as
+    /// for any request that ended there).
+    fn admit(&self, g: &mut Inner, now: f64, k: usize, ty: usize) -> bool {
+        let admitted = g.limit.as_mut().is_none_or(|l| l.admit(k, now));
+        if !admitted {
+            g.policy.done(now, k, ty);
+        }
+        admitted
+    }
+
+    /// A request placed on `k` left it: the policy is told (`done`) and the limit
+    /// counts it out, finished after so many seconds, ok or not, or never sent (None).
+    fn release(&self, g: &mut Inner, now: f64, k: usize, ty: usize, finished: Option<(f64, bool)>) {
+        g.policy.done(now, k, ty);
+        if let Some(l) = g.limit.as_mut() {
+            l.release(k, now, finished);
+        }
+    }
+
+    /// The lease of `req` on `k`, placed at `since`: in progress there; sessions are
+    /// booked once the request reaches it ([`Lease::reached`]).
+    fn lease(
+        self: &Arc<Self>,
+        req: Request,
+        k: usize,
+        queued: f64,
+        remember: bool,
+        since: f64,
+    ) -> Lease {
         self.stats.backends[k].active.inc();
         Lease {
             d: Arc::clone(self),
@@ -291,6 +355,8 @@ impl Dispatcher {
             session: req.session,
             remember,
             reached: false,
+            since,
+            failed: false,
         }
     }
 
@@ -300,15 +366,17 @@ impl Dispatcher {
         while let Some(w) = g.queue.front() {
             let req = w.req;
             match self.pick_up(g, now, Request { gap: None, ..req }) {
-                Ok(Some(k)) => {
+                Ok(Some(k)) if self.admit(g, now, k, req.ty) => {
                     let w = g.queue.pop_front().expect("front exists");
                     if let Err(Ticket::Server(k)) = w.tx.send(Ticket::Server(k)) {
                         // Unreachable while the waiter's guard removes it under this
                         // lock; release the pick all the same.
-                        g.policy.done(now, k, req.ty);
+                        self.release(g, now, k, req.ty, None);
                     }
                 }
-                Ok(None) => break,
+                // A queued request is not refused at the limit: it waits on (until a
+                // request ends there, or its queue timeout), as the policy's hold.
+                Ok(Some(_)) | Ok(None) => break,
                 Err(_) => {
                     // Every backend down: leave the queue as it is; expiry answers.
                     break;
@@ -353,6 +421,44 @@ impl Dispatcher {
         self.lock().sessions.clear();
     }
 
+    /// Each backend's observation for its limit's controller since the last call (none
+    /// without a limit).
+    pub fn observe_limits(&self) -> Vec<control::Observation> {
+        let now = self.clock.now();
+        self.lock()
+            .limit
+            .as_mut()
+            .map_or_else(Vec::new, |l| l.observe(now))
+    }
+
+    /// Each backend's limit as its controller decided (its `threads`); the queue is
+    /// drained, since a raised limit may let a queued request in.
+    pub fn set_limits(&self, decided: Vec<control::Decision>) {
+        let mut g = self.lock();
+        let Some(l) = g.limit.as_mut() else {
+            return;
+        };
+        for (k, d) in decided.into_iter().enumerate() {
+            let size = d.sizes.get(&control::PoolKind::Threads).copied();
+            l.set(k, size.unwrap_or(l.size(k)), d.reason);
+            self.stats.backends[k].limit.set(i64::from(l.size(k)));
+        }
+        let now = self.clock.now();
+        self.drain(&mut g, now);
+    }
+
+    /// Per backend: its limit, requests in flight and the controller's last reason
+    /// (None without a limit).
+    pub fn limits(&self) -> Option<Vec<(u32, u32, Option<String>)>> {
+        let g = self.lock();
+        let l = g.limit.as_ref()?;
+        Some(
+            (0..self.backends())
+                .map(|k| (l.size(k), l.inflight(k), l.reason(k).map(str::to_string)))
+                .collect(),
+        )
+    }
+
     /// Refresh the gauges read at scrape time (dispatchability, health).
     pub fn refresh_gauges(&self) {
         let g = self.lock();
@@ -384,8 +490,8 @@ impl Waiting<'_> {
                     self.rx = None;
                     return match t {
                         Ok(Ticket::Server(k)) => {
-                            let queued = d.clock.now() - since;
-                            Ok(d.lease(self.req, k, queued, self.remember))
+                            let now = d.clock.now();
+                            Ok(d.lease(self.req, k, now - since, self.remember, now))
                         }
                         Ok(Ticket::Expired) | Err(_) => Err(Refusal::QueueTimeout),
                     };
@@ -423,7 +529,7 @@ impl Drop for Waiting<'_> {
             // Placed just as the client left: the request never went; release it.
             d.stats.queue_left.inc();
             let now = d.clock.now();
-            g.policy.done(now, k, self.req.ty);
+            d.release(&mut g, now, k, self.req.ty, None);
             d.drain(&mut g, now);
         }
     }

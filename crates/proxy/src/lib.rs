@@ -14,6 +14,7 @@ pub mod config;
 mod decisions;
 mod dispatcher;
 mod hop;
+mod limit;
 mod relay;
 mod run;
 mod sessions;
@@ -74,7 +75,7 @@ impl Proxy {
     pub async fn start_with(c: Config, policy: Box<dyn Dispatch>) -> Result<Proxy, String> {
         let names: Vec<String> = c.backends.iter().map(|b| b.to_string()).collect();
         let clock = Clock::new(c.sync.as_ref().and_then(|s| s.origin_unix));
-        let dispatcher = Arc::new(Dispatcher::new(
+        let dispatcher = Dispatcher::new(
             policy,
             c.backends.len(),
             (c.queue.size, c.queue.timeout),
@@ -82,7 +83,11 @@ impl Proxy {
             c.health.retry,
             clock,
             Stats::new(&names),
-        ));
+        );
+        let dispatcher = Arc::new(match &c.limit {
+            Some(l) => dispatcher.limited(l.size),
+            None => dispatcher,
+        });
         let connect_timeout = Duration::from_secs_f64(c.health.connect_timeout);
         let state = Arc::new(State {
             dispatcher: Arc::clone(&dispatcher),
@@ -107,6 +112,7 @@ impl Proxy {
             buffer_body: c.limits.buffer_body,
             backend_timeout: Duration::from_secs_f64(c.limits.backend_timeout),
             retry_after: HeaderValue::from(c.queue.retry_after),
+            limit_retry_after: HeaderValue::from(c.limit.as_ref().map_or(0, |l| l.retry_after)),
         });
         let listener = TcpListener::bind(c.listen)
             .await
@@ -138,6 +144,16 @@ impl Proxy {
                 l,
                 Arc::new(token),
                 Arc::clone(&dispatcher),
+            )));
+        }
+
+        if let Some(spec) = c.limit.as_ref().and_then(|l| l.control.as_ref()) {
+            // One controller per backend: each limit follows its own backend.
+            let controllers = c.backends.iter().map(|_| control::build(spec)).collect();
+            tasks.push(tokio::spawn(limit::run(
+                Arc::clone(&dispatcher),
+                controllers,
+                spec.interval,
             )));
         }
 

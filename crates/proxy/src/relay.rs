@@ -34,6 +34,8 @@ pub struct State {
     pub buffer_body: usize,
     pub backend_timeout: Duration,
     pub retry_after: HeaderValue,
+    /// The `Retry-After` of a 503 past a backend's limit (`limit.retry_after`).
+    pub limit_retry_after: HeaderValue,
 }
 
 impl State {
@@ -136,15 +138,31 @@ pub async fn handle(
         {
             Ok(l) => l,
             Err(r) => {
-                let outcome = match r {
-                    Refusal::QueueFull => Outcome::QueueFull,
-                    Refusal::QueueTimeout => Outcome::QueueTimeout,
-                    Refusal::NoBackend => Outcome::NoBackend,
+                let (outcome, text, retry_after) = match r {
+                    Refusal::QueueFull => (
+                        Outcome::QueueFull,
+                        "no backend available\n",
+                        &state.retry_after,
+                    ),
+                    Refusal::QueueTimeout => (
+                        Outcome::QueueTimeout,
+                        "no backend available\n",
+                        &state.retry_after,
+                    ),
+                    Refusal::NoBackend => (
+                        Outcome::NoBackend,
+                        "no backend available\n",
+                        &state.retry_after,
+                    ),
+                    Refusal::Limit => (
+                        Outcome::Limit,
+                        "the backend is at its limit of requests in flight\n",
+                        &state.limit_retry_after,
+                    ),
                 };
                 state.log(decision(None, None, redispatched, 503, outcome));
-                let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, "no backend available\n");
-                resp.headers_mut()
-                    .insert(RETRY_AFTER, state.retry_after.clone());
+                let mut resp = plain(StatusCode::SERVICE_UNAVAILABLE, text);
+                resp.headers_mut().insert(RETRY_AFTER, retry_after.clone());
                 return Ok(resp);
             }
         };
@@ -159,6 +177,7 @@ pub async fn handle(
         let resp = match sent {
             Ok(r) => r,
             Err(Failure::Refused(r)) => {
+                lease.failed();
                 d.mark_down(k);
                 d.stats.redispatches.inc();
                 redispatched += 1;
@@ -180,6 +199,7 @@ pub async fn handle(
                 ));
             }
             Err(Failure::Lost) => {
+                lease.failed();
                 d.stats.bad_gateway.inc();
                 d.stats.backends[k].errors.inc();
                 state.log(decision(
@@ -192,6 +212,7 @@ pub async fn handle(
                 return Ok(plain(StatusCode::BAD_GATEWAY, "the backend was lost\n"));
             }
             Err(Failure::Timeout) => {
+                lease.failed();
                 d.stats.gateway_timeout.inc();
                 d.stats.backends[k].errors.inc();
                 state.log(decision(
@@ -270,11 +291,17 @@ impl End {
                 }
             }
         }
+        let mut lease = self.lease;
+        // A 5xx relayed whole is the backend's failure too (an error for the limit's
+        // controller), as the load generator counts it.
+        if backend_fault || self.record.status >= 500 {
+            lease.failed();
+        }
         let mut record = self.record;
         record.outcome = outcome;
         record.rt = d.clock.now() - record.t;
         self.state.log(record);
-        drop(self.lease);
+        drop(lease);
     }
 }
 

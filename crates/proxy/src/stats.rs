@@ -18,6 +18,9 @@ pub struct Backend {
     pub migrations: Counter,
     pub dispatchable: Gauge,
     pub up: Gauge,
+    /// The limit on requests in flight in force (0: no limit), and the 503s past it.
+    pub limit: Gauge,
+    pub rejected_limit: Counter,
 }
 
 pub struct Stats {
@@ -32,6 +35,7 @@ pub struct Stats {
     pub rejected_queue_full: Counter,
     pub rejected_queue_timeout: Counter,
     pub rejected_no_backend: Counter,
+    pub rejected_limit: Counter,
     pub bad_gateway: Counter,
     pub gateway_timeout: Counter,
     pub truncated: Counter,
@@ -90,6 +94,16 @@ impl Stats {
             "backend_up",
             "1 unless the backend refused a connection within the health retry interval",
         );
+        let limit = gauge_family(
+            &mut registry,
+            "backend_limit",
+            "the limit on requests in flight at the backend (0: none)",
+        );
+        let rejected_limit_per = counter_family(
+            &mut registry,
+            "backend_rejected_limit",
+            "503: placed on the backend while it held its limit of requests in flight",
+        );
         let backends = backends
             .iter()
             .map(|b| {
@@ -101,6 +115,8 @@ impl Stats {
                     migrations: migrations.get_or_create(&l).clone(),
                     dispatchable: dispatchable.get_or_create(&l).clone(),
                     up: up.get_or_create(&l).clone(),
+                    limit: limit.get_or_create(&l).clone(),
+                    rejected_limit: rejected_limit_per.get_or_create(&l).clone(),
                 }
             })
             .collect();
@@ -118,6 +134,10 @@ impl Stats {
         let rejected_queue_timeout =
             counter("rejected_queue_timeout", "503: waited the queue timeout");
         let rejected_no_backend = counter("rejected_no_backend", "503: every backend was down");
+        let rejected_limit = counter(
+            "rejected_limit",
+            "503: the chosen backend held its limit of requests in flight",
+        );
         let bad_gateway = counter("bad_gateway", "502: sent to a backend that was lost");
         let gateway_timeout = counter("gateway_timeout", "504: the backend did not answer in time");
         let truncated = counter(
@@ -173,6 +193,7 @@ impl Stats {
             rejected_queue_full,
             rejected_queue_timeout,
             rejected_no_backend,
+            rejected_limit,
             bad_gateway,
             gateway_timeout,
             truncated,

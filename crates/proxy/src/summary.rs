@@ -20,16 +20,25 @@ pub fn of(d: &Dispatcher) -> Value {
         sync_messages: s.sync_messages.get(),
         sync_payload_bytes: mean(s.sync_model_bytes.get() as f64, s.sync_messages.get()),
     };
+    let limits = d.limits();
     let backends: Vec<Value> = s
         .backends
         .iter()
-        .map(|b| {
-            json!({
+        .enumerate()
+        .map(|(k, b)| {
+            let mut v = json!({
                 "served": b.served.get(),
                 "errors": b.errors.get(),
                 "migrations": b.migrations.get(),
                 "active": b.active.get(),
-            })
+            });
+            if let Some((limit, inflight, reason)) = limits.as_ref().map(|l| &l[k]) {
+                v["limit"] = json!(limit);
+                v["inflight"] = json!(inflight);
+                v["rejected_limit"] = json!(b.rejected_limit.get());
+                v["limit_reason"] = json!(reason);
+            }
+            v
         })
         .collect();
     json!({
@@ -39,6 +48,7 @@ pub fn of(d: &Dispatcher) -> Value {
             "decisions": s.decisions.get(),
             "queue_left": s.queue_left.get(),
             "rejected_no_backend": s.rejected_no_backend.get(),
+            "rejected_limit": s.rejected_limit.get(),
             "bad_gateway": s.bad_gateway.get(),
             "gateway_timeout": s.gateway_timeout.get(),
             "truncated": s.truncated.get(),

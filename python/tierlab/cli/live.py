@@ -88,6 +88,11 @@ def live() -> None:
     show_default=True,
     help="The bookstore's runtime: Python (waitress + tierlab's middleware) or the JVM (embedded Tomcat + HikariCP, built with Maven on first use).",
 )
+@click.option(
+    "--proxy-limit",
+    help="With --model: each proxy limits every backend's requests in flight, answering 503 with Retry-After past it: "
+    "SIZE (fixed), or SIZE:LEAST..GREATEST (Gradient2 re-sizes it within the bounds every second, from SIZE).",
+)
 @click.option("--port", type=int, default=None, help="The bookstore's HTTP port (loopback; default 8080).")
 @click.option("--admin-port", type=int, default=8081, show_default=True, help="Loopback admin endpoint (token in WORKDIR/token).")
 @click.option("--threads", type=int, default=20, show_default=True, help="M, worker threads.")
@@ -110,7 +115,7 @@ def live() -> None:
     type=click.Path(dir_okay=False),
     help="CPU budgets from this model: its pooled tier's CPU station (cores × speed) for app, the next tier's for db (not on SQLite).",
 )
-def live_up(workdir, db, server, model, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model) -> None:
+def live_up(workdir, db, server, model, proxy_limit, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
     from ..live import cpu_budget, lifecycle
 
@@ -121,15 +126,19 @@ def live_up(workdir, db, server, model, port, admin_port, threads, connections, 
         cpu = cpu_budget.from_model(changed(cpu_model))
         if db == "sqlite" and cpu.pop("db", None) is not None:
             err.print("the model's db tier has no budget here: SQLite runs inside the bookstore's process, under app's")
+    if proxy_limit is not None and model is None:
+        raise click.UsageError("--proxy-limit limits the cluster's proxies: give --model")
     if model is not None:
         if cpu:
             raise click.UsageError("--cpu budgets one bookstore and its database; start it without --model")
         from ..live.cluster import up_cluster
+        from ..live.proxy import Limit
 
         if otel:
             raise click.UsageError("--otel exports one bookstore's telemetry; start it without --model")
 
-        state = up_cluster(changed(model), workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print, server=server)
+        limit = Limit.parse(proxy_limit) if proxy_limit is not None else None
+        state = up_cluster(changed(model), workdir, db=db, port=port, num_items=num_items, num_ebs=num_ebs, log=err.print, server=server, limit=limit)
         err.print(f"cluster up on http://{state.target}: {len(state.servers)} servers, {len(state.proxies)} proxies, {state.db}; logs in {workdir}")
         return
     state = lifecycle.up(

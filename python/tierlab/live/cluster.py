@@ -20,6 +20,7 @@ from ..model import LoadedModel
 from ..model.pools import PoolSetting
 from .admin import Admin, ProxyAdmin
 from .lifecycle import REDIS_SCRIPT, Server, State, await_admin, database, free_ports, prepare, save, server_command, service_script, spawn
+from .proxy import Limit
 
 
 def up_cluster(
@@ -33,10 +34,12 @@ def up_cluster(
     num_ebs: int = 1,
     log=print,
     server: Server = "python",
+    limit: Limit | None = None,
 ) -> State:
     """Start the cluster of `model`'s app tier (the one with a threads and a connections
     pool, or `tier`): the first proxy listens on `port` (default: a free one), every
-    other port is chosen free. The servers' pools start at the model's sizes."""
+    other port is chosen free. The servers' pools start at the model's sizes; with
+    `limit`, every proxy limits each backend's requests in flight so."""
     loaded = model
     setting = PoolSetting.find(loaded, tier)
     spec = loaded.spec.tiers[setting.tier]
@@ -81,6 +84,8 @@ def up_cluster(
             "decisions": str(workdir / f"proxy-{i}.decisions.jsonl"),
             "summary": str(workdir / f"proxy-{i}.summary.json"),
         }
+        if limit is not None:
+            config["limit"] = limit.config()
         if sync_ports:
             config["sync"] = {
                 "listen": f"127.0.0.1:{sync_ports[i]}",
