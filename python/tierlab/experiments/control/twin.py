@@ -19,7 +19,6 @@ observed load each, one seed): the cost of a decision is measured by
 
 from __future__ import annotations
 
-import copy
 import itertools
 import json
 import math
@@ -166,8 +165,8 @@ class TwinController:
         changes: dict = {"workload": workload, "run.duration": 1.25 * h, "run.warmup": 0.25 * h, "run.window": 0.25 * h, "run.seed": SEED, "run.records": False}
         changes |= {f"tiers.{self.tier}.pools.{name}.size": sizes[kind] for kind, name in self._all_pools().items() if kind in sizes}
         # Overload is a prediction here, not a mistake: the compiled input, without its
-        # warnings; a copy, as the model's compiled input is cached on it.
-        engine = copy.deepcopy(self.twin.with_changes(changes).compiled.engine)
+        # warnings. Cached on a model of this interval's alone: changed in place, uncopied.
+        engine = self.twin.with_changes(changes).compiled.engine
         cpus = [(s, "tier" if t["name"] == self.tier else "behind", s["speed"]) for t in engine["tiers"] for s in t["stations"] if s["kind"] == "cpu"]
         tier = next(t for t in engine["tiers"] if t["name"] == self.tier)
         pools = {k: next(p for p in tier["pools"] if p["name"] == n) for k, n in self.pools.items()}
