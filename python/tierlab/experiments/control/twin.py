@@ -23,11 +23,12 @@ import itertools
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ... import _core
 from ...errors import InputError
 from ...model import LoadedModel, load_model
+from ...model.chain import ChainData
 from ...model.spec import Twin as TwinParams
 from ...run.simulate import run_engine
 from ...trace.schema import Summary, sent
@@ -72,12 +73,14 @@ def times(pools: dict[str, dict[str, float]], seconds: float) -> Times:
 
 @dataclass(frozen=True)
 class _AtLoad:
-    """The twin's engine input at one interval's load, and the parts of it a candidate
-    changes: each CPU station with its group and its own speed, the bounded pools."""
+    """The twin's engine input, and the parts of it an interval and a candidate change:
+    the chain's start row, the pools, each CPU station with its group and own speed."""
 
     engine: dict
     cpus: list[tuple[dict, str, float]]
-    pools: dict[str, dict]
+    pools: dict[str, dict]  # the tier's threads and connections pools, by kind
+    row: list[float]  # the chain's start row: the mix
+    columns: dict[str, int]  # each request type's column in it
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,7 @@ class TwinController:
         # The demands' scales (measured ÷ the twin's own), each a group of CPU stations.
         self.scale = dict.fromkeys(GROUPS, 1.0)
         self._behind = any(s.kind == "cpu" for t, v in tiers.items() if t != tier for s in v.stations.values())
+        self._at = self._compiled()
 
     @classmethod
     def of_model(cls, model: LoadedModel) -> TwinController:
@@ -138,10 +142,10 @@ class TwinController:
             return in_force, "twin: the bounded pools were not observed: nothing to size"
         if o["arrivals"] <= 0 or not o["mix"]:
             return in_force, "twin: nothing arrived in the interval: sizes held"
-        known = {t: s for t, s in o["mix"].items() if s > 0 and t in self.twin.spec.requests}
+        known = {t: s for t, s in o["mix"].items() if s > 0 and t in self._at.columns}
         if not known:
             return in_force, f"twin: none of the request types seen ({', '.join(o['mix'])}) is the twin's: sizes held"
-        at_load = self._at_load(o["arrivals"], known, {k: int(p["size"]) for k, p in o["pools"].items() if k in ("threads", "connections")})
+        at_load = self._at_load(o["arrivals"], known, {k: int(p["size"]) for k, p in o["pools"].items() if k in self._at.pools})
         calibration = self._recalibrate(times(o["pools"], o["interval"]), self._predict(at_load, in_force).times)
         candidates = [self._predict(at_load, sizes) for sizes in self._candidates(in_force)]
         now = next(p for p in candidates if p.sizes == in_force)
@@ -151,26 +155,44 @@ class TwinController:
         said = f"{head}: in force {now.text()}; best {choice.text()}; {why}"
         return (choice.sizes if move else in_force), said
 
-    def _at_load(self, rate: float, mix: dict[str, float], sizes: dict[str, int]) -> _AtLoad:
-        """The twin's engine input at the interval's load: one-request sessions in the
-        observed mix arriving as Poisson at the observed rate (its own workload stands
-        for another load), stationary, run for the horizon after a quarter of it as
-        warm-up; its pools at the sizes in force. Compiled once per interval, then
-        changed in place for each candidate (`_predict`): validating and compiling the
-        model for each would cost more than its simulation."""
-        w = self.twin.spec.workload
-        chain = {"matrix": {START: mix, **{t: {"END_OF_SESSION": 1.0} for t in mix}}, "start": START, "normalize": True}
-        workload = w.model_dump(mode="json", include={"entry", "session_weight"}, exclude_unset=True) | {"population": {"session_rate": rate}, "chain": chain}
+    def _compiled(self) -> _AtLoad:
+        """The twin's engine input for the intervals' loads, compiled once: one-request
+        sessions arriving as Poisson (its own workload stands for another load),
+        stationary, run for the horizon after a quarter of it as warm-up. Each interval
+        then sets in place the rate, the chain's start row (the mix), the pool sizes and,
+        for each candidate, the CPU speeds (`_at_load`, `_predict`): validating and
+        compiling the model each interval cost a quarter of a TPC-W decision."""
+        spec, w = self.twin.spec, self.twin.spec.workload
+        entry = w.entry or next(iter(spec.tiers))
+        types = [t for t, r in spec.requests.items() if entry in r.programs()]
+        chain = {"matrix": {START: dict.fromkeys(types, 1.0), **{t: {"END_OF_SESSION": 1.0} for t in types}}, "start": START, "normalize": True}
+        workload = w.model_dump(mode="json", include={"entry", "session_weight"}, exclude_unset=True) | {"population": {"session_rate": 1.0}, "chain": chain}
         h = self.params.horizon
-        changes: dict = {"workload": workload, "run.duration": 1.25 * h, "run.warmup": 0.25 * h, "run.window": 0.25 * h, "run.seed": SEED, "run.records": False}
-        changes |= {f"tiers.{self.tier}.pools.{name}.size": sizes[kind] for kind, name in self._all_pools().items() if kind in sizes}
+        changes = {"workload": workload, "run.duration": 1.25 * h, "run.warmup": 0.25 * h, "run.window": 0.25 * h, "run.seed": SEED, "run.records": False}
+        loaded = self.twin.with_changes(changes)
         # Overload is a prediction here, not a mistake: the compiled input, without its
-        # warnings. Cached on a model of this interval's alone: changed in place, uncopied.
-        engine = self.twin.with_changes(changes).compiled.engine
+        # warnings (cached on a model made for this alone: changed in place, uncopied).
+        engine = loaded.compiled.engine
+        states = cast(ChainData, loaded.chain[0]).states
+        # The engine's chain is the chain's matrix in its states' order (compile._chain).
+        row = engine["workload"]["chain"]["matrix"][states.index(START)]
         cpus = [(s, "tier" if t["name"] == self.tier else "behind", s["speed"]) for t in engine["tiers"] for s in t["stations"] if s["kind"] == "cpu"]
         tier = next(t for t in engine["tiers"] if t["name"] == self.tier)
-        pools = {k: next(p for p in tier["pools"] if p["name"] == n) for k, n in self.pools.items()}
-        return _AtLoad(engine, cpus, pools)
+        pools = {k: next(p for p in tier["pools"] if p["name"] == n) for k, n in self._all_pools().items()}
+        return _AtLoad(engine, cpus, pools, row, {t: states.index(t) for t in types})
+
+    def _at_load(self, rate: float, mix: dict[str, float], sizes: dict[str, int]) -> _AtLoad:
+        """The compiled twin at the interval's load — the observed rate, the observed mix
+        (of the twin's types) — its pools at the sizes in force."""
+        at = self._at
+        at.engine["workload"]["population"]["session_rate"] = rate
+        total = sum(mix.values())
+        at.row[:] = [0.0] * len(at.row)
+        for t, share in mix.items():
+            at.row[at.columns[t]] = share / total
+        for kind, size in sizes.items():
+            at.pools[kind]["size"] = size
+        return at
 
     def _all_pools(self) -> dict[str, str]:
         """The tier's threads and connections pools by kind (bounded or not)."""
