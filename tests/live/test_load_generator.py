@@ -207,3 +207,37 @@ def test_a_mapping_must_cover_every_request_type():
         tierlab.live.generate_load(
             load_model(model), load_mapping({"requests": {"A": {"path": "/search?q=war and peace"}, "B": {"path": "/"}}}), target="127.0.0.1:1"
         )
+
+
+# ---- workload phases (docs/phases.md) -------------------------------------------------
+
+PHASED_MIX = {"INIT": {"A": 0.5, "B": 0.5}, "A": {"END_OF_SESSION": 1}, "B": {"END_OF_SESSION": 1}}
+
+
+def test_the_generator_follows_the_rate_and_mix_phases(stub):
+    """Sessions of one request at 60/s, 180/s from 3 s with B's share ¼ → ¾ (B ×3 in
+    INIT's row, from A ×3 before): each phase's count of requests is Poisson (σ 13 and 23
+    over its last 2.8 s), each share binomial (σ ≤ 0.032): all within 4 σ."""
+    model = _model(PHASED_MIX, "INIT")
+    del model["requests"]["INIT"]  # the start state, issuing nothing
+    model["run"] = {"duration": 6, "warmup": 0, "seed": 7}
+    model["workload"] |= {
+        "population": {"session_rate": 60},
+        "chain": {"matrix": PHASED_MIX, "start": "INIT", "reweight": {"A": 3}},
+        "phases": [{"at": 3, "session_rate": 180, "reweight": {"B": 3}}],
+    }
+    mapping = {"requests": {"A": {"path": "/ok"}, "B": {"path": "/ok"}}}
+    r = tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub).requests
+    for start, rate, share in [(0.2, 60, 0.25), (3.2, 180, 0.75)]:
+        phase = r[(r.start >= start) & (r.start < start + 2.8)]
+        expected = rate * 2.8
+        assert abs(len(phase) - expected) <= 4 * expected**0.5, (start, len(phase))
+        b = (phase.type == "B").mean()
+        assert abs(b - share) <= 4 * (share * (1 - share) / len(phase)) ** 0.5, (start, b)
+
+
+def test_a_phases_delay_is_refused_live():
+    model = _model({"A": {"A": 1}}, "A")
+    model["workload"]["phases"] = [{"at": 1, "delay": {"web": 0.002}}]
+    with pytest.raises(tierlab.InputError, match=r"workload\.phases\[0\]\.delay: a live run cannot add a delay to a tier's visits"):
+        tierlab.live.generate_load(load_model(model), load_mapping({"requests": {"A": {"path": "/"}}}), target="127.0.0.1:1")

@@ -1,6 +1,8 @@
 //! Emulated users: sessions walking the model's chain with think times, as a closed
 //! population (N browsers, each starting a new session when one ends) or an open one
-//! (sessions arriving as a Poisson process), optionally modulated by bursts.
+//! (sessions arriving as a Poisson process), optionally modulated by bursts, following
+//! the workload's phases' session rates and chains (their added delays are refused:
+//! `Config::from_json`).
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -12,7 +14,7 @@ use tokio::time::{sleep_until, timeout, Instant};
 use workload::burst::Phases;
 use workload::rng::{burst_streams, client_seed, session_seed, Stream, Streams};
 use workload::spec::Population;
-use workload::walk::{Navigator, Walk};
+use workload::walk::{navigators, Navigator, Walk};
 
 use crate::collect::{Collector, Done, Failure};
 use crate::config::{Config, HttpRequest, Per};
@@ -21,7 +23,8 @@ use crate::http::{Browser, Outgoing};
 /// What every task reads, and the counters the progress line shows.
 pub struct Shared {
     pub cfg: Config,
-    nav: Navigator,
+    /// The chain of each workload phase that has one (`workload::walk::navigators`).
+    navs: Vec<Navigator>,
     phases: Phases,
     /// The targets' addresses: `target`, then `also` (config order).
     addrs: Vec<SocketAddr>,
@@ -43,7 +46,7 @@ impl Shared {
         let collector = Collector::new(cfg.type_names.len(), cfg.warmup, cfg.window, cfg.records);
         let t0 = Instant::now();
         Ok(Shared {
-            nav: Navigator::new(&cfg.workload),
+            navs: navigators(&cfg.workload),
             phases: Phases::new(cfg.workload.burst.as_ref()),
             end: t0 + Duration::from_secs_f64(cfg.duration),
             cfg,
@@ -87,6 +90,11 @@ impl Shared {
 
     fn since_start(&self, t: Instant) -> f64 {
         (t - self.t0).as_secs_f64()
+    }
+
+    /// The chain in force `t` seconds into the run: a session's next step follows it.
+    fn nav(&self, t: f64) -> &Navigator {
+        &self.navs[self.cfg.workload.chain_at(t)]
     }
 }
 
@@ -137,18 +145,28 @@ fn bursts(sh: &Arc<Shared>, tasks: &mut tokio::task::JoinSet<()>) -> watch::Rece
     rx
 }
 
-/// Open population: sessions arrive as a Poisson process at the phase's rate; a phase
-/// switch redraws the pending gap (memoryless, so exact). The sessions are this task's
-/// children: aborting it aborts them.
-async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>) {
+/// Open population: sessions arrive as a Poisson process at the burst phase's rate; a
+/// burst phase switch or a workload phase's new rate redraws the pending gap
+/// (memoryless, so exact). The sessions are this task's children: aborting it aborts them.
+async fn arrivals(sh: Arc<Shared>, mut rate: f64, mut phase: watch::Receiver<usize>) {
     let mut rng = Streams::new(sh.cfg.seed);
     let mut sessions = tokio::task::JoinSet::new();
-    let gap = |rng: &mut Streams, phase: usize| -> Duration {
+    let gap = |rng: &mut Streams, phase: usize, rate: f64| -> Duration {
         Duration::from_secs_f64(sh.phases.arrival_gap(rate, phase, rng))
     };
-    let mut at = Instant::now() + gap(&mut rng, *phase.borrow());
+    // The workload phases' rates, from their instants on (a Vec: an iterator's closure
+    // held across the awaits would not make the task's future Send).
+    let mut rates: Vec<(Instant, f64)> = Vec::new();
+    for p in &sh.cfg.workload.phases {
+        if let Some(r) = p.session_rate {
+            rates.push((sh.t0 + Duration::from_secs_f64(p.at), r));
+        }
+    }
+    let mut rates = rates.into_iter().peekable();
+    let mut at = Instant::now() + gap(&mut rng, *phase.borrow(), rate);
     let mut arrived = 0u64;
     while at < sh.end {
+        let next_rate = rates.peek().map_or(sh.end, |r| r.0);
         tokio::select! {
             _ = sleep_until(at) => {
                 let (child, child_phase) = (sh.clone(), phase.clone());
@@ -159,9 +177,13 @@ async fn arrivals(sh: Arc<Shared>, rate: f64, mut phase: watch::Receiver<usize>)
                     let arrival = Some((arrived, at));
                     session(&child, &mut rng, &mut Browser::default(), child_phase, arrival).await;
                 });
-                at += gap(&mut rng, *phase.borrow());
+                at += gap(&mut rng, *phase.borrow(), rate);
             }
-            Ok(()) = phase.changed() => at = Instant::now() + gap(&mut rng, *phase.borrow_and_update()),
+            Ok(()) = phase.changed() => at = Instant::now() + gap(&mut rng, *phase.borrow_and_update(), rate),
+            _ = sleep_until(next_rate), if next_rate < at => {
+                rate = rates.next().expect("peeked").1;
+                at = next_rate + gap(&mut rng, *phase.borrow(), rate);
+            }
             Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
         }
     }
@@ -207,7 +229,8 @@ async fn session(
     let mut walk = Walk::default();
     let start = arrived.unwrap_or_else(Instant::now);
     let now_s = sh.since_start(start);
-    sh.nav.begin(w, &mut walk, rng.get(Stream::Session), now_s);
+    sh.nav(now_s)
+        .begin(w, &mut walk, rng.get(Stream::Session), now_s);
     browser.new_session(sh.entry(sid).0);
     let mut values: Vec<String> = sh
         .cfg
@@ -223,7 +246,7 @@ async fn session(
         .collect();
     sh.record(|c| c.session_started(now_s));
     let mut next = sh
-        .nav
+        .nav(now_s)
         .first(w, &mut walk, rng.get(Stream::Navigation), now_s);
     let mut send_at = arrived;
     while let Some(ty) = next {
@@ -243,12 +266,10 @@ async fn session(
             }
         }
         request(sh, browser, sid, ty, &values, intended).await;
-        next = sh.nav.next(
-            w,
-            &mut walk,
-            rng.get(Stream::Navigation),
-            sh.since_start(Instant::now()),
-        );
+        let now_s = sh.since_start(Instant::now());
+        next = sh
+            .nav(now_s)
+            .next(w, &mut walk, rng.get(Stream::Navigation), now_s);
     }
     let now_s = sh.since_start(Instant::now());
     sh.record(|c| c.session_ended(now_s, walk.requests));

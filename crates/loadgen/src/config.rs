@@ -121,6 +121,13 @@ impl Config {
                 c.type_names.len()
             ));
         }
+        if let Some(i) = c.workload.phases.iter().position(|p| !p.delay.is_empty()) {
+            return Err(format!(
+                "workload.phases[{i}].delay: a live run cannot add a delay to a tier's visits \
+                 (its servers do the work); simulate the slow tier, or give the live run the \
+                 phases without their delay"
+            ));
+        }
         if !(1..=MAX_WORKERS).contains(&c.workers) {
             return Err(format!(
                 "workers = {}: give 1 to {MAX_WORKERS} load generator threads",

@@ -20,6 +20,8 @@ pub enum Ev {
     SessionArrival { epoch: u32 },
     /// The burst modulation switches phase.
     BurstSwitch,
+    /// The workload's next phase begins (`Workload::phases`).
+    WorkloadPhase,
     /// A server's garbage-collection pause ends.
     GcEnd { server: u32 },
     /// A session's think time is over: send its next request.

@@ -8,7 +8,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use workload::dist::Dist;
-use workload::spec::{Population, SessionEnd, StateRole, Workload};
+use workload::spec::{Chain, Population, SessionEnd, StateRole, Workload};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -592,17 +592,10 @@ impl Model {
             }
         }
         let c = &w.chain;
-        let ns = c.roles.len();
-        if c.start >= ns || c.matrix.len() != ns || c.matrix.iter().any(|r| r.len() != ns) {
-            return bad(
-                "workload.chain",
-                "the matrix must be square over its states",
-            );
+        if c.start >= c.roles.len() {
+            return bad("workload.chain", "the start state is not a state");
         }
-        if c.matrix.iter().flatten().any(|p| !finite_non_negative(*p)) {
-            return bad("workload.chain", "probabilities must be finite and ≥ 0");
-        }
-        for (role, row) in c.roles.iter().zip(&c.matrix) {
+        for role in &c.roles {
             if let StateRole::Request(t) = role {
                 if *t >= self.types.len() || self.types[*t].programs[w.entry_tier].is_none() {
                     return bad(
@@ -611,16 +604,31 @@ impl Model {
                     );
                 }
             }
-            let walks_on = matches!(role, StateRole::Request(_) | StateRole::Entry);
-            if walks_on && row.iter().sum::<f64>() <= 0.0 {
-                return bad(
-                    "workload.chain",
-                    "every page and entry state needs a way out (a row with a positive sum)",
-                );
-            }
         }
-        if !c.request_reachable() {
-            return bad("workload.chain", "no request state can be reached from the start state; sessions would issue nothing");
+        if let Some(why) = matrix_problem(c, &c.matrix) {
+            return bad("workload.chain", why);
+        }
+        for (i, p) in w.phases.iter().enumerate() {
+            let path = |field: &str| format!("workload.phases[{i}]{field}");
+            let increasing = i == 0 || p.at > w.phases[i - 1].at;
+            if !(finite_non_negative(p.at) && increasing) {
+                return Some((path(".at"), "finite, ≥ 0 and increasing".into()));
+            }
+            if let Some(rate) = p.session_rate {
+                if !positive(rate) || matches!(w.population, Population::Closed { .. }) {
+                    let why = "an open population's rate, finite and > 0";
+                    return Some((path(".session_rate"), why.into()));
+                }
+            }
+            if let Some(why) = p.matrix.as_ref().and_then(|m| matrix_problem(c, m)) {
+                return Some((path(".reweight"), why.into()));
+            }
+            for d in &p.delay {
+                if d.tier >= self.tiers.len() || !finite_non_negative(d.seconds) {
+                    let why = "a tier's delay, finite and ≥ 0";
+                    return Some((path(".delay"), why.into()));
+                }
+            }
         }
         if let Some(b) = &w.burst {
             if b.factor.iter().chain(&b.leave).any(|x| !positive(*x)) {
@@ -701,6 +709,29 @@ fn one() -> f64 {
     1.0
 }
 
+/// What is wrong with `matrix` as the transitions of chain `c` (its own or a phase's).
+fn matrix_problem(c: &Chain, matrix: &[Vec<f64>]) -> Option<&'static str> {
+    let ns = c.roles.len();
+    if matrix.len() != ns || matrix.iter().any(|r| r.len() != ns) {
+        return Some("the matrix must be square over its states");
+    }
+    if matrix.iter().flatten().any(|p| !finite_non_negative(*p)) {
+        return Some("probabilities must be finite and ≥ 0");
+    }
+    for (role, row) in c.roles.iter().zip(matrix) {
+        let walks_on = matches!(role, StateRole::Request(_) | StateRole::Entry);
+        if walks_on && row.iter().sum::<f64>() <= 0.0 {
+            return Some("every page and entry state needs a way out (a row with a positive sum)");
+        }
+    }
+    if !c.request_reachable_in(matrix) {
+        return Some(
+            "no request state can be reached from the start state; sessions would issue nothing",
+        );
+    }
+    None
+}
+
 fn positive(x: f64) -> bool {
     x.is_finite() && x > 0.0
 }
@@ -771,7 +802,7 @@ pub(crate) mod tests {
     #[test]
     fn bad_models_get_an_error_naming_the_field() {
         type Edit = fn(&mut Value);
-        let cases: [(Edit, &str); 8] = [
+        let cases: [(Edit, &str); 12] = [
             (
                 |m| m["tiers"][0]["servers"] = json!(0),
                 "tiers.app.servers: servers must be in 1..=1000000",
@@ -803,6 +834,28 @@ pub(crate) mod tests {
             (
                 |m| m["workload"]["burst"] = json!({"factor": [1.0, 0.0], "leave": [1.0, 1.0]}),
                 "workload.burstiness: factors",
+            ),
+            (
+                |m| {
+                    m["workload"]["phases"] =
+                        json!([{"at": 2.0, "matrix": [[1.0]]}, {"at": 1.0, "matrix": [[1.0]]}])
+                },
+                "workload.phases[1].at: finite, ≥ 0 and increasing",
+            ),
+            (
+                |m| m["workload"]["phases"] = json!([{"at": 2.0, "session_rate": 3.0}]),
+                "workload.phases[0].session_rate: an open population's rate",
+            ),
+            (
+                |m| m["workload"]["phases"] = json!([{"at": 2.0, "matrix": [[0.0]]}]),
+                "workload.phases[0].reweight: every page and entry state needs a way out",
+            ),
+            (
+                |m| {
+                    m["workload"]["phases"] =
+                        json!([{"at": 2.0, "delay": [{"tier": 1, "seconds": 0.1}]}])
+                },
+                "workload.phases[0].delay: a tier's delay",
             ),
         ];
         for (edit, text) in cases {
@@ -1087,7 +1140,7 @@ pub(crate) mod tests {
             ),
             (
                 |m| m["workload"]["chain"]["start"] = json!(1),
-                "workload.chain: the matrix must be square",
+                "workload.chain: the start state is not a state",
             ),
             (
                 |m| m["workload"]["chain"]["matrix"] = json!([[1.0, 0.0]]),

@@ -58,6 +58,9 @@ pub enum Instr {
     SessionBegin {
         end: u32,
     },
+    /// The visit waits the delay its tier's workload phase adds, if any (first in the
+    /// programs of a tier some phase delays; absent from all others).
+    AddedDelay,
     /// The program is done: the visit leaves its tier.
     End,
 }

@@ -4,8 +4,8 @@
 use trace::summary::{mean, SessionSummary};
 use workload::burst::Phases;
 use workload::rng::{burst_streams, Streams};
-use workload::spec::Workload;
-use workload::walk::{Navigator, Walk};
+use workload::spec::{Population, Workload};
+use workload::walk::{navigators, Navigator, Walk};
 
 #[derive(Default)]
 pub(crate) struct Session {
@@ -34,12 +34,20 @@ pub struct Sessions {
     pub(crate) phases: Phases,
     pub(crate) phase: usize,
     pub(crate) epoch: u32,
+    /// An open population's session rate in force (the workload's phases change it),
+    /// and the epoch that invalidates an arrival drawn at an earlier rate (burst phase
+    /// or workload phase): not `epoch`, which also invalidates the sessions' think times.
+    pub(crate) rate: f64,
+    pub(crate) arrivals: u32,
     pub(crate) burst_rng: Streams,
     pub(crate) seed: u64,
     pub(crate) slots: Vec<Session>,
     pub(crate) free: Vec<u32>,
     pub(crate) next_id: u64,
-    pub(crate) navigator: Navigator,
+    /// The chain of each workload phase that has one (`workload::walk::navigators`),
+    /// and the one in force: a session's next step follows the chain of its time.
+    pub(crate) navigators: Vec<Navigator>,
+    pub(crate) chain: usize,
     pub(crate) measuring: bool,
     pub(crate) started: u64,
     pub(crate) completed: u64,
@@ -53,12 +61,18 @@ impl Sessions {
             phases: Phases::new(w.burst.as_ref()),
             phase: 0,
             epoch: 0,
+            rate: match w.population {
+                Population::Open { session_rate } => session_rate,
+                Population::Closed { .. } => 0.0,
+            },
+            arrivals: 0,
             burst_rng: burst_streams(seed),
             seed,
             slots: Vec::new(),
             free: Vec::new(),
             next_id: 0,
-            navigator: Navigator::new(w),
+            navigators: navigators(w),
+            chain: 0,
             measuring: false,
             started: 0,
             completed: 0,

@@ -20,6 +20,42 @@ pub struct Workload {
     #[serde(default)]
     pub burst: Option<Burst>,
     pub end: SessionEnd,
+    /// The workload's changes over the run, in time order; none: it is stationary.
+    #[serde(default)]
+    pub phases: Vec<Phase>,
+}
+
+impl Workload {
+    /// Which chain is in force at `t` (seconds from the run's start): an index into
+    /// `walk::navigators`, 0 being the workload's own.
+    pub fn chain_at(&self, t: f64) -> usize {
+        let changes = self.phases.iter().filter(|p| p.matrix.is_some());
+        changes.take_while(|p| p.at <= t).count()
+    }
+}
+
+/// From `at` (seconds from the run's start) on, each change given replaces what was in
+/// force, until a later phase changes it again.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Phase {
+    pub at: f64,
+    /// An open population's session arrival rate.
+    #[serde(default)]
+    pub session_rate: Option<f64>,
+    /// The chain's matrix (over its states, as `Chain::matrix`): its mix.
+    #[serde(default)]
+    pub matrix: Option<Vec<Vec<f64>>>,
+    /// Seconds added to every visit to a tier.
+    #[serde(default)]
+    pub delay: Vec<TierDelay>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TierDelay {
+    pub tier: usize,
+    pub seconds: f64,
 }
 
 /// A two-state MMPP as multipliers of the base rate: in phase i the rate is
@@ -65,6 +101,11 @@ impl Chain {
     /// Whether a session can issue a request: a request state is reached from the
     /// start through entry states (a walk through BACK or END first ends at once).
     pub fn request_reachable(&self) -> bool {
+        self.request_reachable_in(&self.matrix)
+    }
+
+    /// `request_reachable` with `matrix` in place of the chain's own (a phase's).
+    pub fn request_reachable_in(&self, matrix: &[Vec<f64>]) -> bool {
         let mut seen = vec![false; self.roles.len()];
         let mut todo = vec![self.start];
         while let Some(s) = todo.pop() {
@@ -77,7 +118,7 @@ impl Chain {
                 _ if s != self.start => continue,
                 _ => {}
             }
-            let row = &self.matrix[s];
+            let row = &matrix[s];
             todo.extend((0..row.len()).filter(|&j| row[j] > 0.0 && !seen[j]));
         }
         false

@@ -32,9 +32,13 @@ pub struct Navigator {
 
 impl Navigator {
     pub fn new(w: &Workload) -> Self {
-        let cumulative = w
-            .chain
-            .matrix
+        Self::with_matrix(w, &w.chain.matrix)
+    }
+
+    /// The workload's chain navigated by `matrix` (over the chain's states) instead of
+    /// its own: a phase's mix.
+    pub fn with_matrix(w: &Workload, matrix: &[Vec<f64>]) -> Self {
+        let cumulative = matrix
             .iter()
             .map(|row| {
                 let mut acc = 0.0;
@@ -164,6 +168,16 @@ impl Navigator {
     }
 }
 
+/// One navigator per chain a run walks: the workload's own, then that of each phase
+/// that changes the matrix, in the phases' order (each such phase moves the run on to
+/// the next one).
+pub fn navigators(w: &Workload) -> Vec<Navigator> {
+    let phases = w.phases.iter().filter_map(|p| p.matrix.as_deref());
+    std::iter::once(Navigator::new(w))
+        .chain(phases.map(|m| Navigator::with_matrix(w, m)))
+        .collect()
+}
+
 /// Whether a session past its time ends at `page` (the session-time rule's `at_state`:
 /// any page when unset).
 fn ends_at(w: &Workload, page: usize) -> bool {
@@ -202,7 +216,7 @@ mod tests {
 
     use super::*;
     use crate::dist::Dist;
-    use crate::spec::{Chain, Population};
+    use crate::spec::{Chain, Phase, Population};
 
     const A: StateRole = StateRole::Request(0);
     const B: StateRole = StateRole::Request(1);
@@ -226,6 +240,7 @@ mod tests {
             weight: Dist::Constant { value: 1.0 },
             burst: None,
             end,
+            phases: Vec::new(),
         }
     }
 
@@ -278,6 +293,34 @@ mod tests {
             .filter(|_| nav.next(&w, &mut walk, &mut rng, 0.0) == Some(0))
             .count();
         assert!((900..=1100).contains(&a), "{a}");
+    }
+
+    #[test]
+    fn each_phase_with_a_matrix_has_its_navigator_in_force_from_its_start() {
+        let mut w = workload(vec![A, B], &[0, 0], SessionEnd::Chain);
+        let phase = |at, matrix| Phase {
+            at,
+            session_rate: None,
+            matrix,
+            delay: Vec::new(),
+        };
+        w.phases = vec![
+            phase(10.0, Some(vec![vec![0.0, 1.0]; 2])),
+            phase(20.0, None),
+            phase(30.0, Some(vec![vec![1.0, 0.0]; 2])),
+        ];
+        let navs = navigators(&w);
+        assert_eq!(navs.len(), 3);
+        let at = [0.0, 9.9, 10.0, 25.0, 30.0, 99.0].map(|t| w.chain_at(t));
+        assert_eq!(at, [0, 0, 1, 1, 2, 2]);
+        // Every step from a state follows the navigator's own matrix.
+        let mut rng = Pcg64Mcg::seed_from_u64(3);
+        for (nav, to) in navs.iter().zip([0, 1, 0]) {
+            let mut walk = Walk::default();
+            nav.begin(&w, &mut walk, &mut rng, 0.0);
+            nav.first(&w, &mut walk, &mut rng, 0.0);
+            assert!((0..20).all(|_| nav.next(&w, &mut walk, &mut rng, 0.0) == Some(to)));
+        }
     }
 
     #[test]

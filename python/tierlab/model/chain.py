@@ -19,6 +19,9 @@ ROW_SUM_TOLERANCE = 1e-3  # published matrices are rounded to 4 decimals (TPC-W 
 class ChainData:
     states: list[str]
     matrix: np.ndarray  # square over `states`; BACK and END rows are zero
+    # The rows as read (normalized) before the chain's `reweight`: what a workload
+    # phase's reweighting applies to instead (`reweighted`).
+    rows: np.ndarray
 
     def index(self, state: str) -> int:
         return self.states.index(state)
@@ -60,23 +63,34 @@ def read_chain(chain: Chain, base_dir: Path, path: str = "workload.chain") -> tu
                 matrix[i] /= matrix[i].max()
                 total = matrix[i].sum()
             matrix[i] /= total
-    for s, factor in chain.reweight.items():
+    reweighted_matrix, reweight_problems = reweighted(states, matrix, chain.reweight, f"{path}.reweight")
+    problems += reweight_problems
+    if chain.start not in states:
+        problems.append((f"{path}.start", f"{chain.start!r} is not a state of the chain (states: {', '.join(states[:8])}…)"))
+    return ChainData(states, reweighted_matrix, matrix), problems
+
+
+def reweighted(states: list[str], rows: np.ndarray, reweight: dict[str, float], path: str) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """`rows` (a chain's, over `states`) with every transition into each state of
+    `reweight` multiplied by its factor, then each row rescaled to sum to 1 (a new
+    matrix), and the problems (a state the chain lacks, at `path`.STATE)."""
+    matrix = rows.copy()
+    problems: list[tuple[str, str]] = []
+    for s, factor in reweight.items():
         if s not in states:
-            problems.append((f"{path}.reweight.{s}", f"{s!r} is not a state of the chain"))
+            problems.append((f"{path}.{s}", f"{s!r} is not a state of the chain"))
             continue
         # Make the state `factor` times as likely to be chosen next, from every row.
         matrix[:, states.index(s)] *= factor
-    if chain.reweight:
+    if reweight:
         with np.errstate(over="ignore"):
             sums = matrix.sum(axis=1, keepdims=True)
-        if np.isinf(sums).any():  # as above: by the largest entry first
+        if np.isinf(sums).any():  # as in read_chain: by the largest entry first
             tops = matrix.max(axis=1, keepdims=True)
             np.divide(matrix, tops, out=matrix, where=tops > 0)
             sums = matrix.sum(axis=1, keepdims=True)
         np.divide(matrix, sums, out=matrix, where=sums > 0)
-    if chain.start not in states:
-        problems.append((f"{path}.start", f"{chain.start!r} is not a state of the chain (states: {', '.join(states[:8])}…)"))
-    return ChainData(states, matrix), problems
+    return matrix, problems
 
 
 def _read_csv(file: Path) -> tuple[dict, str | None]:

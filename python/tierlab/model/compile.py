@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from .._core import MAX_POOLS
 from . import dist
 from .burst import fit_mmpp
-from .chain import ChainData, visit_mix
+from .chain import ChainData, reweighted, visit_mix
 from .limits import run_size_problems
 from .spec import (
     Acquire,
@@ -181,7 +181,8 @@ def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, 
             "weight": dist.engine(w.session_weight),
             "end": end,
             "burst": _burst(w, bad),
-        },
+        }
+        | ({"phases": _phases(m, chain if not chain_bad else None, bad)} if w.phases else {}),
         "run": {"duration": r.duration, "warmup": r.warmup, "seed": r.seed, "window": r.window, "records": r.records},
     }
     if m.control is not None:
@@ -219,6 +220,41 @@ def _control(m: Model, c: Control, bad: _Problems) -> dict | None:
         "strategy": c.engine_strategy(),
         "max_step": c.max_step,
     }
+
+
+def _phases(m: Model, chain: ChainData | None, bad: _Problems) -> list[dict]:
+    """The engine's workload phases, in time order: each one's rate, its chain's matrix
+    (the chain as read, reweighted by the phase's `reweight` as `workload.chain.reweight`
+    would be) and its added delays by tier index. Only an open population's rate changes."""
+    w, r, tiers = m.workload, m.run, list(m.tiers)
+    out = []
+    for i, p in enumerate(w.phases):
+        path = f"workload.phases[{i}]"
+        if i and p.at <= w.phases[i - 1].at:
+            bad.add(f"{path}.at", f"must be increasing: {p.at} s is not after phases[{i - 1}].at ({w.phases[i - 1].at} s)")
+        if p.at >= r.duration:
+            bad.add(f"{path}.at", f"{p.at} s is not before the run's end (run.duration {r.duration} s); move the phase earlier or lengthen the run")
+        phase: dict = {"at": p.at}
+        if p.session_rate is not None:
+            if isinstance(w.population, Closed):
+                bad.add(
+                    f"{path}.session_rate",
+                    "phases change an open population's session rate, and this one is closed (workload.population.clients); "
+                    "give the population a session_rate, or drop the phase's",
+                )
+            phase["session_rate"] = p.session_rate
+        if p.reweight is not None and chain is not None:
+            matrix, problems = reweighted(chain.states, chain.rows, p.reweight, f"{path}.reweight")
+            for where, problem in problems:
+                bad.add(where, problem)
+            phase["matrix"] = matrix.tolist()
+        for tname, seconds in p.delay.items():
+            if tname not in m.tiers:
+                bad.add(f"{path}.delay.{tname}", f"{tname!r} is not a tier (tiers: {_names(tiers)})")
+            else:
+                phase.setdefault("delay", []).append({"tier": tiers.index(tname), "seconds": seconds})
+        out.append(phase)
+    return out
 
 
 def _burst(w, bad: _Problems) -> dict | None:
@@ -586,13 +622,16 @@ def _cores(station: Cpu | Disk) -> int:
 def _overload(m: Model, busy_per_session: dict) -> list[str]:
     """Warn when an open workload offers more CPU work than the servers can do (a lower
     bound on the load: concurrency overhead and disks are not counted)."""
-    if isinstance(m.workload.population, Closed):
+    w = m.workload
+    if isinstance(w.population, Closed):
         return []
-    rate = m.workload.population.session_rate
+    rates = [("workload.population.session_rate", w.population.session_rate, "for the whole run")]
+    rates += [(f"workload.phases[{i}].session_rate", p.session_rate, "while it holds") for i, p in enumerate(w.phases) if p.session_rate is not None]
     return [
         f"workload: the open population offers {rate:.3g} sessions/s, which loads "
         f"tiers.{tname}.stations.{station} to {rate * busy:.0%} of its capacity; "
-        f"queues will grow for the whole run (lower workload.population.session_rate or add servers/cores)"
+        f"queues will grow {span} (lower {field} or add servers/cores)"
+        for field, rate, span in rates
         for (tname, station), busy in sorted(busy_per_session.items())
         if rate * busy >= 1
     ]

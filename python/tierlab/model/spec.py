@@ -448,6 +448,10 @@ class RequestType(BaseModel):
 # ---- workload --------------------------------------------------------------------------
 
 
+# A reweighting of the chain: state → factor on every transition into it.
+Reweight = dict[str, Annotated[Finite, Field(gt=0, le=1e6), NUMBER]]
+
+
 class Chain(Strict):
     """A Markov chain of pages: a CSV (row = from, column = to, first column the row
     names) or an inline nested mapping {from: {to: probability}}."""
@@ -459,7 +463,7 @@ class Chain(Strict):
     end: str = Field("END_OF_SESSION", description="the state that ends the session")
     types: dict[str, str] = Field({}, description="state → request type, where they differ")
     normalize: StrictBool = Field(False, description="rescale rows that do not sum to 1 instead of rejecting them")
-    reweight: dict[str, Annotated[Finite, Field(gt=0, le=1e6), NUMBER]] = Field(
+    reweight: Reweight = Field(
         {},
         description="state → factor: multiply every transition into the state by it, then rescale the rows "
         "(shifts the request mix, e.g. {SRES: 1.5} for more searches)",
@@ -508,6 +512,31 @@ Population = Annotated[
 ]
 
 
+class Phase(Strict):
+    """From `at` on, the workload changes (a load step, a mix shift, a slow tier): each
+    field given replaces the value in force until a later phase changes it again
+    (docs/phases.md)."""
+
+    at: Seconds = Field(description="seconds of simulated time from the run's start (warm-up included: the trace's time axis)")
+    session_rate: Pos | None = Field(None, description="an open population's Poisson session arrivals per second from then on")
+    reweight: Reweight | None = Field(
+        None,
+        description="the chain's reweighting from then on, in place of workload.chain.reweight (the same meaning: "
+        "state → factor on every transition into it, rows rescaled); {} = the chain as read",
+    )
+    delay: dict[Name, Seconds] = Field(
+        {},
+        description="tier → seconds added to every visit to it from then on (each call into it: on a database tier, "
+        "each statement), before its program runs; 0 ends it",
+    )
+
+    @model_validator(mode="after")
+    def _changes_something(self):
+        if self.session_rate is None and self.reweight is None and not self.delay:
+            raise ValueError("a phase changes nothing; give session_rate, reweight or delay")
+        return self
+
+
 class Workload(Strict):
     entry: Name | None = Field(None, description="the tier requests arrive at; default the first tier")
     population: Population
@@ -516,6 +545,7 @@ class Workload(Strict):
     burstiness: Burstiness | None = None
     session_weight: Dist = Field(1.0, description="drawn per session: multiplies the CPU work of its requests (heavy and light users)")
     session_end: Literal["chain"] | AfterRequests | AfterTime = "chain"
+    phases: list[Phase] = Field([], description="changes of the workload over the run, in time order (docs/phases.md); none: the workload is stationary")
 
 
 class Run(Strict):

@@ -56,6 +56,10 @@ pub struct Sim {
     obs: Observer,
     /// The online controller (the model's `control:`), called as windows close.
     control: Option<Control>,
+    /// The workload phase that begins next (index into `Workload::phases`), and per
+    /// tier the seconds the phases in force add to each visit.
+    next_workload_phase: usize,
+    added_delay: Vec<f64>,
     events_done: u64,
 }
 
@@ -63,10 +67,15 @@ impl Sim {
     pub fn new(m: Model) -> Sim {
         let mut consts = Constants::default();
         let (mut code, mut entry) = (Vec::new(), Vec::new());
+        let phases = &m.workload.phases;
+        let delayed = |tier: usize| phases.iter().flat_map(|p| &p.delay).any(|d| d.tier == tier);
         for ty in &m.types {
-            for p in &ty.programs {
+            for (tier, p) in ty.programs.iter().enumerate() {
                 entry.push(p.as_ref().map(|steps| {
                     let start = code.len() as u32;
+                    if delayed(tier) {
+                        code.push(Instr::AddedDelay);
+                    }
                     flatten(steps, &mut consts, &mut code);
                     code.push(Instr::End);
                     start
@@ -120,6 +129,7 @@ impl Sim {
             .control
             .as_ref()
             .map(|c| Control::new(c, &m, obs.columns(), tier_first_server[c.tier]));
+        let added_delay = vec![0.0; m.tiers.len()];
         Sim {
             rng: Streams::new(m.run.seed),
             tier_accs: m.run.records,
@@ -142,6 +152,8 @@ impl Sim {
             sessions,
             obs,
             control,
+            next_workload_phase: 0,
+            added_delay,
             events_done: 0,
         }
     }
@@ -289,6 +301,7 @@ impl Sim {
             Ev::Warmup => self.start_measuring(),
             Ev::SessionArrival { .. } => unreachable!("the run loop handles arrivals itself"),
             Ev::BurstSwitch => self.burst_switch(),
+            Ev::WorkloadPhase => self.workload_phase(),
             Ev::GcEnd { server } => self.gc_end(server as usize),
             Ev::Send { session, epoch } => self.send(session, epoch),
             Ev::Resume { .. } => unreachable!("the run loop resumes requests itself"),
@@ -597,6 +610,13 @@ impl Sim {
             Instr::SessionBegin { end } => {
                 if !f.remote {
                     f.pc = end;
+                }
+            }
+            Instr::AddedDelay => {
+                let delay = self.added_delay[tier];
+                if delay > 0.0 {
+                    self.events.push(self.now + delay, Ev::Resume { req: slot });
+                    return false;
                 }
             }
             Instr::LoopBegin { count, end } => {

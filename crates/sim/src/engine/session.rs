@@ -1,5 +1,6 @@
 //! The workload as the engine's events: session arrivals and think times, burst
-//! phase switches, and each session's next request when one finishes.
+//! phase switches, the workload's phases (its changes over the run), and each
+//! session's next request when one finishes.
 
 use workload::rng::{client_seed, session_seed, Stream};
 use workload::spec::Population;
@@ -14,6 +15,9 @@ impl Sim {
         s.phase = s.phases.start(&mut s.burst_rng);
         if self.sessions.phases.modulated() {
             self.schedule_burst_switch();
+        }
+        if let Some(first) = self.m.workload.phases.first() {
+            self.events.push(first.at, Ev::WorkloadPhase);
         }
         match self.m.workload.population {
             Population::Closed { clients } => {
@@ -37,6 +41,7 @@ impl Sim {
         let from = self.sessions.phase;
         self.sessions.phase ^= 1;
         self.sessions.epoch += 1;
+        self.sessions.arrivals += 1;
         self.schedule_burst_switch();
         match self.m.workload.population {
             Population::Open { .. } => self.schedule_arrival(),
@@ -59,21 +64,44 @@ impl Sim {
         }
     }
 
+    /// The workload's next phase begins: from now on an open population arrives at
+    /// its rate (the pending arrival redrawn: memoryless, so exact), sessions walk its
+    /// chain from their next step on, and its tiers' visits take its added delays.
+    pub(super) fn workload_phase(&mut self) {
+        let i = self.next_workload_phase;
+        self.next_workload_phase += 1;
+        let phases = &self.m.workload.phases;
+        let (rate, chain) = (phases[i].session_rate, phases[i].matrix.is_some());
+        for d in &phases[i].delay {
+            self.added_delay[d.tier] = d.seconds;
+        }
+        if let Some(next) = phases.get(i + 1) {
+            self.events.push(next.at, Ev::WorkloadPhase);
+        }
+        // `navigators` holds one chain per phase with a matrix, in order.
+        self.sessions.chain += usize::from(chain);
+        if let Some(rate) = rate {
+            self.sessions.rate = rate;
+            self.sessions.arrivals += 1;
+            self.schedule_arrival();
+        }
+    }
+
     #[inline(always)]
     fn schedule_arrival(&mut self) {
-        let Population::Open { session_rate } = self.m.workload.population else {
+        if let Population::Closed { .. } = self.m.workload.population {
             return;
-        };
+        }
         let s = &self.sessions;
-        let gap = s.phases.arrival_gap(session_rate, s.phase, &mut self.rng);
-        let epoch = self.sessions.epoch;
+        let gap = s.phases.arrival_gap(s.rate, s.phase, &mut self.rng);
+        let epoch = self.sessions.arrivals;
         self.events
             .push(self.now + gap, Ev::SessionArrival { epoch });
     }
 
     #[inline(always)]
     pub(super) fn session_arrival(&mut self, epoch: u32) {
-        if epoch != self.sessions.epoch {
+        if epoch != self.sessions.arrivals {
             return; // drawn at a rate that no longer holds
         }
         self.schedule_arrival();
@@ -149,15 +177,12 @@ impl Sim {
             }
             Population::Closed { .. } => {}
         }
-        s.navigator
-            .begin(w, &mut sess.walk, sess.rng.get(Stream::Session), now);
+        let navigator = &s.navigators[s.chain];
+        navigator.begin(w, &mut sess.walk, sess.rng.get(Stream::Session), now);
         sess.weight = w.weight.sample(sess.rng.get(Stream::Session));
         sess.homes.clear();
         sess.homes.resize(s.tiers, (None, None));
-        match s
-            .navigator
-            .first(w, &mut sess.walk, sess.rng.get(Stream::Navigation), now)
-        {
+        match navigator.first(w, &mut sess.walk, sess.rng.get(Stream::Navigation), now) {
             Some(ty) => Some((slot, ty)),
             None => {
                 self.count_ended(slot);
@@ -172,10 +197,7 @@ impl Sim {
         let s = &mut self.sessions;
         let sess = &mut s.slots[slot as usize];
         let rng = sess.rng.get(Stream::Navigation);
-        match s
-            .navigator
-            .next(&self.m.workload, &mut sess.walk, rng, self.now)
-        {
+        match s.navigators[s.chain].next(&self.m.workload, &mut sess.walk, rng, self.now) {
             Some(ty) => {
                 sess.pending = ty;
                 self.schedule_send(slot);
