@@ -173,3 +173,59 @@ impl TwinParams {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: TwinParams = TwinParams {
+        hysteresis: 0.05,
+        slo_p99: 1.0,
+        grid: 4,
+        horizon: 20.0,
+        smoothing: 0.5,
+    };
+
+    fn twin(bounds: &[PoolKind], p: TwinParams) -> Spec {
+        Spec {
+            interval: 5.0,
+            bounds: bounds.iter().map(|k| (*k, [2, 64])).collect(),
+            strategy: Strategy::Twin(p),
+            max_step: None,
+        }
+    }
+
+    #[test]
+    fn a_bad_twin_parameter_is_named_by_its_field() {
+        let threads = [PoolKind::Threads];
+        assert_eq!(twin(&threads, OK).problem(), None);
+        for (p, field) in [
+            (
+                TwinParams {
+                    hysteresis: -0.1,
+                    ..OK
+                },
+                "twin.hysteresis",
+            ),
+            (TwinParams { slo_p99: 0.0, ..OK }, "twin.slo_p99"),
+            (TwinParams { grid: 1, ..OK }, "twin.grid"),
+            (
+                TwinParams {
+                    horizon: f64::NAN,
+                    ..OK
+                },
+                "twin.horizon",
+            ),
+            (
+                TwinParams {
+                    smoothing: 1.5,
+                    ..OK
+                },
+                "twin.smoothing",
+            ),
+        ] {
+            assert_eq!(twin(&threads, p).problem().map(|p| p.0), Some(field.into()));
+        }
+        assert_eq!(twin(&[], OK).problem().map(|p| p.0), Some("bounds".into()));
+    }
+}
