@@ -15,7 +15,7 @@ import pytest
 
 import tierlab
 from tierlab import _core
-from tierlab.errors import ModelError
+from tierlab.errors import InputError, ModelError
 from tierlab.experiments.control import TwinController
 from tierlab.experiments.control.twin import observed
 from tierlab.model.spec import Twin
@@ -214,3 +214,11 @@ def test_the_rust_spec_names_a_bad_twin_parameter_and_empty_bounds():
 def test_a_twin_file_that_is_missing_is_named(tmp_path):
     with pytest.raises(ModelError, match="not found"):
         tierlab.simulate(two_tier(TWIN | {"twin": {"model": str(tmp_path / "nope.yaml")}}, duration=10))
+
+
+def test_a_twin_without_the_pool_or_tier_to_control_is_refused():
+    twin = tierlab.load_model(two_tier(None))
+    with pytest.raises(InputError, match="the twin's tier 'db' has 0 threads pools"):
+        TwinController(twin, Twin(), {"threads": (2, 8)}, "db")
+    with pytest.raises(InputError, match="has no tier 'web' to control"):
+        TwinController(twin, Twin(), {"threads": (2, 8)}, "web")

@@ -111,12 +111,10 @@ class TwinController:
             raise InputError(f"the twin ({self.twin.spec.name}) has no tier {tier!r} to control (tiers: {', '.join(tiers)})")
         self.tier, self.params = tier, params
         self.bounds: dict[str, tuple[int, int]] = {str(k): v for k, v in bounds.items()}
-        self.pools: dict[str, str] = {}
         for kind in self.bounds:
             names = [n for n, p in tiers[tier].pools.items() if p.kind == kind]
             if len(names) != 1:
                 raise InputError(f"the twin's tier {tier!r} has {len(names)} {kind} pools ({', '.join(names) or 'none'}); the controller re-sizes exactly one")
-            self.pools[kind] = names[0]
         # The demands' scales (measured ÷ the twin's own), each a group of CPU stations.
         self.scale = dict.fromkeys(GROUPS, 1.0)
         self._behind = any(s.kind == "cpu" for t, v in tiers.items() if t != tier for s in v.stations.values())
