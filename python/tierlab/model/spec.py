@@ -493,8 +493,9 @@ class AfterTime(Strict):
 
 class Burstiness(Strict):
     """Bursty arrivals: a two-state MMPP fitted to the base rate and the index of
-    dispersion I (tierlab.burst). Open populations: the session arrival rate; closed:
-    the clients' think-time rate (base N / mean think, as if responses were quick)."""
+    dispersion I (tierlab.burst). Open populations: the session arrival rate (and the
+    sessions' think times run at the phase's clock rate too); closed: the clients'
+    think-time rate (base N / mean think, as if responses were quick)."""
 
     dispersion: Annotated[Finite, Field(ge=1, le=1e6, description="index of dispersion I of the arrival counts; 1 = Poisson"), NUMBER]
     burst_share: Annotated[Finite, Field(gt=0, lt=1), NUMBER] = Field(0.1, description="share of the time in the burst phase")

@@ -36,30 +36,31 @@ impl Sim {
     }
 
     /// The phase changes; an open population's next arrival is redrawn at the new
-    /// rate, a closed population's think times are rescaled to the new clock rate.
+    /// rate, and every think time under way (a closed population's clients', an open
+    /// one's sessions': `schedule_send` runs both at the phase's clock rate, as the live
+    /// generator's `think` does) is rescaled to the new clock rate. An open session's
+    /// think was once left to its stale `Send`: the session never sent again, nor ended.
     pub(super) fn burst_switch(&mut self) {
         let from = self.sessions.phase;
         self.sessions.phase ^= 1;
         self.sessions.epoch += 1;
         self.sessions.arrivals += 1;
         self.schedule_burst_switch();
-        match self.m.workload.population {
-            Population::Open { .. } => self.schedule_arrival(),
-            Population::Closed { .. } => {
-                let s = &mut self.sessions;
-                let (now, to, epoch) = (self.now, s.phase, s.epoch);
-                for (slot, sess) in s.slots.iter_mut().enumerate() {
-                    if let Some(t) = sess.wakes.as_mut() {
-                        *t = now + s.phases.rescale(*t - now, from, to);
-                        self.events.push(
-                            *t,
-                            Ev::Send {
-                                session: slot as u32,
-                                epoch,
-                            },
-                        );
-                    }
-                }
+        if let Population::Open { .. } = self.m.workload.population {
+            self.schedule_arrival();
+        }
+        let s = &mut self.sessions;
+        let (now, to, epoch) = (self.now, s.phase, s.epoch);
+        for (slot, sess) in s.slots.iter_mut().enumerate() {
+            if let Some(t) = sess.wakes.as_mut() {
+                *t = now + s.phases.rescale(*t - now, from, to);
+                self.events.push(
+                    *t,
+                    Ev::Send {
+                        session: slot as u32,
+                        epoch,
+                    },
+                );
             }
         }
     }
