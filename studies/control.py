@@ -1,0 +1,344 @@
+"""Online control of the pool sizes on the TPC-W bookstore (issue 42, item 4): the
+simulated half. Three scenarios (examples/control_scenarios.yaml) on
+examples/tpcw_2tier.yaml — a load step (1.5 → 3.0 sessions/s within 10 s, and back), a
+mix shift (browsing → ordering), a slow database (2 ms more per statement, then back) —
+each run under three strategies at the app tier's threads and connections: `static`
+(the model's sizes, 20 threads and 15 connections), `gradient` (Gradient2 on the
+threads) and `twin` (docs/control.md). The live half (the same scenarios on the live
+bookstore through `tierlab control`) is not run here: result.json says so (`live`).
+
+    python studies/control.py --quick    # one seed: ~3 min on 2 cores
+    python studies/control.py            # seeds 1, 2, 3
+
+The sessions think 1 s (the example: 10 s) so that the request rate follows a
+session-rate step within ~15 s, a session's lifetime (docs/phases.md): the issue's
+"×2 within 10 s" is of the requests, not only of the sessions.
+
+Per scenario, strategy and phase (a phase: from one change of the workload — a ramp of
+phases 2 s apart is one change — to the next, within the measured period):
+
+- throughput against the best static configuration in hindsight for that phase, both
+  as a share of the load offered (ok requests finished in the phase ÷ requests that
+  arrived in it; the stationary run's throughput ÷ its arrival rate): sessions of ~15
+  requests make a phase's arrivals noisy (±10% over 100 s), and the ratio compares how
+  much of the same load each serves. The best static: each configuration of GRID
+  simulated under the phase's conditions held stationary (the same seed), the highest
+  throughput among those whose p99 is within the SLO (if none is, the highest);
+- p99 of the requests that arrived in the phase, against the SLO;
+- every request counted: ok, rejected, timed out, error by arrival in the phase, and
+  the run's unfinished (in flight at its end, put in the last phase);
+- the number of size changes decided in the phase;
+- time to settle, defined before the run (SETTLE_*): the first controller interval
+  after the phase's change from which the sizes do not change again in the phase and,
+  in every trailing 30 s window from there to the phase's end, the ok requests finished
+  are within 5% of those that arrived (the tier keeps pace with its load: a backlog
+  draining or growing is not settled). Measured against the arrivals rather than the
+  phase's mean throughput because the sessions make the rate itself vary by ~20% over
+  30 s. A phase that never settles gets its length and `settled: false`.
+
+Writes studies/results/control[_quick]/: phases.csv (a row per scenario, strategy, seed
+and phase), best_static.csv (the hindsight grid), decisions.csv (every size change and
+its reason), result.json (also printed last) and claims.json (the issue's targets)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import yaml
+
+import tierlab
+from tierlab.experiments.study.claims import Criterion, Ledger, below, each
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
+from tierlab.model import LoadedModel, load_model
+from tierlab.trace.schema import ControlDecision
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = ROOT / "examples" / "tpcw_2tier.yaml"
+SCENARIOS = ROOT / "examples" / "control_scenarios.yaml"
+STRATEGIES = ("static", "gradient", "twin")
+THINK = 1.0  # seconds (mean, exponential): see the docstring
+INTERVAL = 5  # seconds between decisions
+BOUNDS = {"threads": [2, 64], "connections": [1, 32]}
+RAMP = 10.0  # phases closer than this to the one before are one change (a ramp)
+GRID = [(m, n) for m in (4, 8, 12, 20, 32) for n in (4, 8, 15)]  # the hindsight grid, (threads, connections)
+STATIONARY = {"run.warmup": 100.0, "run.duration": 400.0}  # each grid point: 300 s measured
+# Stated before the run. The SLO: p99 ≤ 3 s — a pilot (300 s at 3.0 sessions/s, 1 s
+# thinks) gave 3.0 s at (8, 15) and 4.9 s at the model's (20, 15); the ordering mix at
+# 2.0 sessions/s 1.1–1.7 s. Twin's own SLO is this one.
+SLO = 3.0
+# The mix shift's session rate: the example's 2.0 loads the ordering mix's app CPU to 69%
+# of its bound (2.90 sessions/s; browsing: 3.69), where a pilot had every grid
+# configuration within 4% of the best: nothing to control. 2.6 loads it to 90%, as the
+# load step's 3.0 does the shopping mix (89%).
+MIX_SHIFT_RATE = 2.6
+TWIN = {"slo_p99": SLO, "hysteresis": 0.05, "grid": 4, "horizon": 10, "smoothing": 0.5}
+# The issue's targets.
+VS_BEST = 0.95
+SETTLE_TARGET = 30.0
+SETTLE_WINDOW = 30.0  # seconds of the trailing throughput
+SETTLE_BAND = 0.05
+# A criterion can discriminate only where the strategies differ: the phases' best-static
+# throughput must spread over the grid (some configuration loses) by more than this.
+SPREAD = 0.05
+# Two strategies' served shares closer than this are not told apart (a 300 s phase at 40
+# requests/s: a backlog of 1% is 120 requests, what the unfinished at a run's end differ by).
+APART = 0.01
+# The mechanism of a twin miss, where the decisions show it (decisions.csv: the reasons'
+# `demand tier ×…`): kept by the ledger only on a miss.
+MISCALIBRATED = (
+    "near saturation the twin's re-calibration misreads the interval: its prediction is 10 s of Poisson requests from an empty system, "
+    "the measured interval has session-correlated arrivals and a backlog, so the measured thread hold exceeds the predicted and is "
+    "taken for demand (the tier's scale swings between intervals although the twin is the model itself, true scale 1); the predictions "
+    "swing with it and the sizes flip between few and many threads (notes.md)"
+)
+
+
+@dataclass(frozen=True)
+class Phase:
+    scenario: str
+    index: int
+    start: float
+    end: float
+    conditions: dict[str, Any]  # session_rate, reweight, delay in force after the change
+
+    @property
+    def key(self) -> str:
+        c = self.conditions
+        return f"rate {c['session_rate']:g}; reweight {c['reweight'] or 'none'}; delay {c['delay'] or 'none'}"
+
+
+def main() -> None:
+    ap = study_parser(__doc__)
+    a = ap.parse_args()
+    out = output_dir("control", a)
+    seeds = [1] if a.quick else [1, 2, 3]
+    base = load_model(MODEL).with_changes({"run.window": 1.0, "workload.think": {"exponential": THINK}})
+    scenarios = yaml.safe_load(SCENARIOS.read_text())
+    scenarios["mix_shift"][0] = scenarios["mix_shift"][0] | {"session_rate": MIX_SHIFT_RATE}
+    phases = [p for name, changes in scenarios.items() for p in _phases(base, name, changes)]
+    best = _best_static(base, phases, seeds)
+    best.to_csv(out / "best_static.csv", index=False)
+    rows, decisions = [], []
+    for seed in seeds:
+        for name, changes in scenarios.items():
+            for strategy in STRATEGIES:
+                r, d = _run(base, name, changes, strategy, seed, [p for p in phases if p.scenario == name], best)
+                rows += r
+                decisions += d
+    table = pd.DataFrame(rows)
+    table.to_csv(out / "phases.csv", index=False)
+    pd.DataFrame(decisions).to_csv(out / "decisions.csv", index=False)
+    result = _summary(base, table, best)
+    _claims(table, best).write(out)
+    write_result(out, result, seeds)
+
+
+def _phases(base: LoadedModel, name: str, changes: list[dict]) -> list[Phase]:
+    """The scenario's measured phases: a change is a phase and those within RAMP s after
+    it; the conditions are those in force after its last."""
+    run = base.spec.run
+    state: dict[str, Any] = {"session_rate": cast(Any, base.spec.workload.population).session_rate, "reweight": {}, "delay": {}}
+    snapshot = lambda: {k: (dict(v) if isinstance(v, dict) else v) for k, v in state.items()}  # noqa: E731
+    starts: list[tuple[float, dict]] = [(0.0, snapshot())]
+    last = -math.inf
+    for p in changes:
+        for k in ("session_rate", "reweight", "delay"):
+            if k in p:
+                state[k] = {t: v for t, v in p[k].items() if v} if k == "delay" else p[k]
+        if p["at"] - last < RAMP or p["at"] == starts[-1][0]:
+            starts[-1] = (starts[-1][0], snapshot())
+        else:
+            starts.append((float(p["at"]), snapshot()))
+        last = p["at"]
+    measured = [(max(t, run.warmup), c) for i, (t, c) in enumerate(starts) if i + 1 == len(starts) or starts[i + 1][0] > run.warmup]
+    ends = [t for t, _ in measured[1:]] + [run.duration]
+    return [Phase(name, i, t, e, c) for i, ((t, c), e) in enumerate(zip(measured, ends))]
+
+
+def _stationary(base: LoadedModel, c: dict[str, Any]) -> dict[str, Any]:
+    """The model changes that hold a phase's conditions from the start."""
+    ch: dict[str, Any] = {"workload.population.session_rate": c["session_rate"], "workload.chain.reweight": c["reweight"]}
+    if c["delay"]:
+        ch["workload.phases"] = [{"at": 0, "delay": c["delay"]}]
+    return ch | STATIONARY
+
+
+def _best_static(base: LoadedModel, phases: list[Phase], seeds: list[int]) -> pd.DataFrame:
+    """Every grid configuration under every distinct phase condition, per seed."""
+    conditions = {p.key: p.conditions for p in phases}
+    rows = []
+    for seed in seeds:
+        for key, c in conditions.items():
+            model = base.with_changes(_stationary(base, c) | {"run.seed": seed})
+            for m, n in GRID:
+                s = tierlab.simulate(model.with_changes({"tiers.app.pools.threads.size": m, "tiers.app.pools.db.size": n})).summary
+                p99 = s["response_time"]["p99"] if s["response_time"] else math.inf
+                sent = sum(cast(dict[str, int], s["requests"]).values())
+                rows.append(
+                    {
+                        "conditions": key,
+                        "seed": seed,
+                        "threads": m,
+                        "connections": n,
+                        "offered": sent / s["measured_seconds"],
+                        "throughput": s["throughput"],
+                        "p99": p99,
+                        **s["requests"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _hindsight(best: pd.DataFrame, key: str, seed: int) -> pd.Series:
+    g = best[(best.conditions == key) & (best.seed == seed)]
+    ok = g[g.p99 <= SLO]
+    return (ok if len(ok) else g).sort_values(["throughput", "p99"], ascending=[False, True]).iloc[0]
+
+
+def _run(base: LoadedModel, name: str, changes: list[dict], strategy: str, seed: int, phases: list[Phase], best: pd.DataFrame) -> tuple[list[dict], list[dict]]:
+    control = {"strategy": strategy, "tier": "app", "interval": INTERVAL, "bounds": BOUNDS} | ({"twin": TWIN} if strategy == "twin" else {})
+    trace = tierlab.simulate(base.with_changes({"workload.phases": changes, "control": control, "run.seed": seed, "run.records": True}))
+    r, s = trace.requests, trace.summary
+    if r is None:
+        raise SystemExit(f"{name}/{strategy}: the run kept no request records (run.records)")
+    decisions = [d for d in s["control"]["decisions"] if d["changed"]]
+    ok = r[r.status == "ok"]
+    rows = []
+    for p in phases:
+        arrived = r[(r.start >= p.start) & (r.start < p.end)]
+        counts = arrived.status.value_counts()
+        done = ok[(ok.end >= p.start) & (ok.end < p.end)]
+        thr = len(done) / (p.end - p.start)
+        offered = len(arrived) / (p.end - p.start)
+        h = _hindsight(best, p.key, seed)
+        in_phase = [d for d in decisions if p.start < d["t"] <= p.end]
+        settle, settled = _settle(p, done.end.to_numpy(), arrived.start.to_numpy(), in_phase) if p.index > 0 else (math.nan, True)
+        p99 = float(arrived[arrived.status == "ok"].response_time.quantile(0.99)) if (counts.get("ok", 0)) else math.inf
+        rows.append(
+            {
+                "scenario": name,
+                "strategy": strategy,
+                "seed": seed,
+                "phase": p.index,
+                "start": p.start,
+                "end": p.end,
+                "conditions": p.key,
+                "offered": offered,
+                "throughput": thr,
+                "best_static": float(h.throughput),
+                "best_static_offered": float(h.offered),
+                "best_static_sizes": f"({int(h.threads)}, {int(h.connections)})",
+                "vs_best_static": (thr / offered) / (float(h.throughput) / float(h.offered)),
+                "p99": p99,
+                "p99_vs_slo": p99 / SLO,
+                **{k: int(counts.get(k, 0)) for k in ("ok", "rejected", "timeout", "error")},
+                "unfinished": int(s["requests"]["unfinished"]) if p is phases[-1] else 0,
+                "changes": len(in_phase),
+                "settle_s": settle,
+                "settled": settled,
+            }
+        )
+    return rows, [{"scenario": name, "strategy": strategy, "seed": seed, "t": d["t"], "reason": d["reason"], **d["sizes"]} for d in decisions]
+
+
+def _settle(p: Phase, ends: np.ndarray, starts: np.ndarray, changes: list[ControlDecision]) -> tuple[float, bool]:
+    """SETTLE_*: seconds from the phase's start to the first interval boundary from which
+    no size changes in the phase and every trailing window's completions are within the
+    band of its arrivals; the phase's length and False if there is none."""
+    steps = np.arange(p.start, p.end - SETTLE_WINDOW + 1e-9, INTERVAL)
+    done = np.array([np.sum((ends >= t) & (ends < t + SETTLE_WINDOW)) for t in steps])
+    came = np.array([np.sum((starts >= t) & (starts < t + SETTLE_WINDOW)) for t in steps])
+    good = np.abs(done - came) <= SETTLE_BAND * np.maximum(came, 1)
+    last_change = max((d["t"] for d in changes), default=p.start)
+    for i, t in enumerate(steps):
+        if t >= last_change and good[i:].all():
+            return float(t - p.start), True
+    return float(p.end - p.start), False
+
+
+def _summary(base: LoadedModel, t: pd.DataFrame, best: pd.DataFrame) -> dict:
+    per = {}
+    for strategy, g in t.groupby("strategy", sort=False):
+        per[strategy] = {
+            "throughput_vs_best_static_min": float(g.vs_best_static.min()),
+            "p99_vs_slo_max": float(g.p99_vs_slo.max()),
+            "settle_s_max": float(g.settle_s.max()),
+            "unsettled_phases": int((~g.settled).sum()),
+            "changes": int(g.changes.sum()),
+            "requests": {k: int(g[k].sum()) for k in ("ok", "rejected", "timeout", "error", "unfinished")},
+        }
+    return {
+        "model": MODEL.relative_to(ROOT).as_posix(),
+        "scenarios": SCENARIOS.relative_to(ROOT).as_posix(),
+        "think_s": THINK,
+        "mix_shift_session_rate": MIX_SHIFT_RATE,
+        "session_rate_bound": base.session_rate_bound(),
+        "slo_p99_s": SLO,
+        "interval_s": INTERVAL,
+        "bounds": BOUNDS,
+        "twin": TWIN,
+        "grid": [list(x) for x in GRID],
+        "live": "not run: the live half (the same scenarios on the live bookstore through `tierlab control`) is out of scope of this session",
+        "strategies": per,
+    }
+
+
+def _claims(t: pd.DataFrame, best: pd.DataFrame) -> Ledger:
+    ledger = Ledger()
+    by = {s: g for s, g in t.groupby("strategy", sort=False)}
+    twin = by["twin"]
+    phase = lambda g: {f"{r.scenario}/{r.phase}/s{r.seed}": r for r in g.itertuples()}  # noqa: E731
+    # Pools matter in a phase when the grid's throughputs spread: otherwise every
+    # configuration keeps up and any strategy matches the best static.
+    spread = {k: float(g.throughput.max() / g.throughput.min() - 1) for k, g in best.groupby(["conditions", "seed"])}
+    matters = Criterion(f"the grid's throughput spreads by more than {SPREAD:.0%} in some phase", lambda d, paper: bool(d) and max(d.values()) > SPREAD)
+    ledger.check(
+        "twin: throughput ≥ 0.95 of the best static (in hindsight) in every phase of every scenario",
+        f"≥ {VS_BEST}",
+        {k: r.vs_best_static for k, r in phase(twin).items()},
+        each(Criterion(f"at least {VS_BEST}", lambda ours, paper: ours >= VS_BEST)),
+        testable=matters,
+        testable_data=spread,
+    )
+    ledger.check(
+        f"twin: p99 within the SLO stated before the run ({SLO:g} s) in every phase",
+        f"≤ {SLO:g} s",
+        {k: r.p99 for k, r in phase(twin).items()},
+        each(Criterion(f"p99 at most {SLO:g} s", lambda ours, paper: ours <= SLO)),
+        MISCALIBRATED,
+    )
+    ledger.check(
+        f"twin: settles within {SETTLE_TARGET:g} s of every change (the rule in the docstring)",
+        f"≤ {SETTLE_TARGET:g} s",
+        {k: r.settle_s for k, r in phase(twin).items() if r.phase > 0},
+        each(below(SETTLE_TARGET + 1e-9, " s")),
+        MISCALIBRATED,
+    )
+    mix = {s: float(g[(g.scenario == "mix_shift")].vs_best_static.mean()) for s, g in by.items()}
+    ledger.check(
+        "twin beats gradient in throughput on the mix shift (the share of the offered load served, against the best static's, mean over its phases)",
+        "twin > gradient",
+        {"twin": mix["twin"], "gradient": mix["gradient"]},
+        Criterion("twin's above gradient's", lambda ours, paper: ours["twin"] > ours["gradient"]),
+        testable=Criterion(
+            f"the two differ by more than {APART:.0%} (a phase's served share is known to about that)",
+            lambda ours, paper: abs(ours["twin"] - ours["gradient"]) > APART,
+        ),
+    )
+    lost = {s: {k: int(g[k].sum()) for k in ("rejected", "timeout", "error", "unfinished")} for s, g in by.items() if s in ("twin", "gradient")}
+    ledger.check(
+        "neither twin nor gradient loses a request (none rejected, timed out or failed; unfinished at the end as few as a run that keeps up leaves)",
+        "none lost",
+        lost,
+        Criterion("no rejected, timeout or error", lambda ours, paper: all(v["rejected"] == v["timeout"] == v["error"] == 0 for v in ours.values())),
+    )
+    return ledger
+
+
+if __name__ == "__main__":
+    main()
