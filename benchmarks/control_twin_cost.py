@@ -32,9 +32,9 @@ from unittest import mock
 
 import tierlab
 from tierlab import _core
-from tierlab.experiments.control import twin as twin_module
-from tierlab.experiments.control.twin import Bounds, TwinController, observed
 from tierlab.model.spec import Twin
+from tierlab.run import twin as twin_module
+from tierlab.run.twin import Bounds, TwinController, observed
 
 TARGET_S = 0.1
 BOUNDS: Bounds = {"threads": (2, 64), "connections": (1, 32)}

@@ -50,7 +50,7 @@ class Output(TypedDict):
     tier_names: list[str]
     stopped_by: BaseException | None
 
-# A control strategy decided in Python (the twin: tierlab.experiments.control.twin): fed
+# A control strategy decided in Python (the twin: tierlab.run.twin): fed
 # each interval's observation (the dict of control::Observation's JSON), it returns the
 # sizes by pool kind and the reason.
 @type_check_only

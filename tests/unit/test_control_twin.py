@@ -17,9 +17,9 @@ import tierlab
 from tierlab import _core
 from tierlab.errors import InputError, ModelError
 from tierlab.experiments.control import TwinController
-from tierlab.experiments.control.twin import observed
 from tierlab.model.spec import Twin
-from tierlab.run.simulate import run_engine
+from tierlab.run.engine import run_engine
+from tierlab.run.twin import observed
 
 from conftest import single_request_sessions
 

@@ -17,7 +17,7 @@ import yaml
 import tierlab
 from tierlab.errors import ModelError
 from tierlab.model.chain import ChainData, reweighted, visit_mix
-from tierlab.run.simulate import run_engine
+from tierlab.run.engine import run_engine
 
 from conftest import EXAMPLES, single_request_sessions
 

@@ -4,7 +4,7 @@ interval's observation of the live servers, its decisions applied through their 
 endpoints and logged in the trace's format; the twin strategy's, decided in Python
 (`TwinController`), put through the same controller's guards."""
 
+from ...run.twin import Bounds, TwinController
 from .live import LiveObserver, control_loop, parse_bounds, read_log
-from .twin import Bounds, TwinController
 
 __all__ = ["Bounds", "LiveObserver", "TwinController", "control_loop", "parse_bounds", "read_log"]

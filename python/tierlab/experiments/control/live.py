@@ -31,8 +31,8 @@ from ...errors import InputError
 from ...live.admin import Admin
 from ...model import load_model
 from ...model.spec import Twin
+from ...run.twin import Bounds, TwinController
 from ...trace.schema import ControlDecision, ControlSummary
-from .twin import Bounds, TwinController
 
 _DECISION = TypeAdapter(ControlDecision)
 _SUMMARY = TypeAdapter(ControlSummary)

@@ -25,13 +25,13 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from ... import _core
-from ...errors import InputError
-from ...model import LoadedModel, load_model
-from ...model.chain import ChainData
-from ...model.spec import Twin as TwinParams
-from ...run.simulate import run_engine
-from ...trace.schema import Summary, sent
+from .. import _core
+from ..errors import InputError
+from ..model import LoadedModel, load_model
+from ..model.chain import ChainData
+from ..model.spec import Twin as TwinParams
+from ..trace.schema import Summary, sent
+from .engine import run_engine
 
 Kind = Literal["threads", "connections"]
 Bounds = dict[Kind, tuple[int, int]]
