@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 NGINX_CONF = """
@@ -65,3 +66,19 @@ def start_nginx(prefix: str, ports: list[int]) -> subprocess.Popen:
     for p in ports:
         wait_for(p)
     return nginx
+
+
+def rotated(names: list[str], rounds: int) -> Iterator[tuple[int, str]]:
+    """(round, target) in the order a benchmark measures them: every target once a
+    round, each round's order rotated by one, so that no target is always first on a
+    machine whose speed drifts."""
+    for r in range(rounds):
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            yield r, name
+
+
+def print_rounds(rows: list[tuple[str, int, dict]], width: int) -> None:
+    """Each round's wrk figures (`run_wrk`'s), one line a target and round."""
+    print(f"{'target':{width}} {'round':>5} {'req/s':>10} {'requests':>10} {'errors':>7} {'CPU µs/req':>10}")
+    for name, r, m in rows:
+        print(f"{name:{width}} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_us']:>10.2f}")

@@ -39,7 +39,7 @@ from tierlab.live.lifecycle import free_ports
 from tierlab.live.proxy import Limit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/: the shared loopback helpers
-from loopback import start_nginx, wait_for  # noqa: E402
+from loopback import print_rounds, rotated, start_nginx, wait_for  # noqa: E402
 from proxy_vs_haproxy.run import ROOT, run_wrk  # noqa: E402
 
 TARGETS: dict[str, dict | None] = {
@@ -97,19 +97,15 @@ def main() -> None:
                 ports[name] = (port, proc.pid)
             for port, _ in ports.values():
                 wait_for(port)
-            names = list(TARGETS)
-            for r in range(a.rounds):
-                for name in names[r % len(names) :] + names[: r % len(names)]:
-                    port, pid = ports[name]
-                    rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, None)))
+            for r, name in rotated(list(TARGETS), a.rounds):
+                port, pid = ports[name]
+                rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, None)))
         finally:
             for p in reversed(procs):
                 p.terminate()
             for p in procs:
                 p.wait(timeout=10)
-    print(f"{'target':10} {'round':>5} {'req/s':>10} {'requests':>10} {'errors':>7} {'CPU µs/req':>10}")
-    for name, r, m in rows:
-        print(f"{name:10} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_us']:>10.2f}")
+    print_rounds(rows, 10)
     by = {(t, r): m for t, r, m in rows}
     result: dict = {"connections": a.connections, "duration": a.duration, "rounds": a.rounds, "target": "on/off ≥ 0.95"}
     result["rps"] = {n: round(statistics.median(m["rps"] for t, _, m in rows if t == n), 1) for n in TARGETS}

@@ -35,7 +35,7 @@ from pathlib import Path
 from tierlab.live.lifecycle import free_ports
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/: the shared loopback helpers
-from loopback import start_nginx, wait_for, wrk_totals  # noqa: E402
+from loopback import print_rounds, rotated, start_nginx, wait_for, wrk_totals  # noqa: E402
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent
@@ -145,19 +145,15 @@ def main() -> None:
                 script = d / "sessions.lua"
                 script.write_text(WRK_SCRIPT.format(sessions=a.sessions))
             rows = []
-            names = list(targets)
-            for r in range(a.rounds):
-                for name in names[r % len(names) :] + names[: r % len(names)]:
-                    port, pid = targets[name]
-                    rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, script)))
+            for r, name in rotated(list(targets), a.rounds):
+                port, pid = targets[name]
+                rows.append((name, r, run_wrk(port, a.connections, a.duration, pid, script)))
         finally:
             for p in reversed(procs):
                 p.terminate()
             for p in procs:
                 p.wait(timeout=10)
-    print(f"{'target':18} {'round':>5} {'req/s':>10} {'requests':>10} {'errors':>7} {'CPU µs/req':>10}")
-    for name, r, m in rows:
-        print(f"{name:18} {r:>5} {m['rps']:>10.0f} {m['requests']:>10} {m['errors']:>7} {m['cpu_us']:>10.2f}")
+    print_rounds(rows, 18)
 
     def med(name: str, k: str) -> float:
         return statistics.median(m[k] for t, _, m in rows if t == name)
