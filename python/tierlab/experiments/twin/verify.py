@@ -118,23 +118,30 @@ def repeated(steps: pd.DataFrame, reference: float | None) -> pd.DataFrame:
     """`verify`'s steps run in several repeats (a `repeat` column) as the truth the twin
     is scored against, one row per step (M, N, mix, load): each repeat's live
     throughput and mean response time brought to the `reference` probe (the
-    calibration's: `truth.at_speed`), their mean, 95% half-width and relative
+    calibration's: `truth.summarized`), their mean, 95% half-width and relative
     half-width, beside the twin's figure at the calibration's speed and its error
     against the mean."""
+    names = ("throughput", "rt_mean")
+    config = list(zip(steps["M"], steps["N"], steps["mix"], steps["load"]))
+    keys = list(dict.fromkeys(config))
+    repeats = pd.DataFrame(
+        {"repeat": steps["repeat"], "config": config, "probe_ms": steps["probe_ms.live"]} | {f"raw_{n}": steps[f"{n}.measured"] for n in names}
+    )
+    _, found = truth.summarized(repeats, keys, reference)
     rows = []
-    for key, group in steps.groupby(["M", "N", "mix", "load"], sort=False):
-        row: dict = dict(zip(("M", "N", "mix", "load"), key)) | {"repeats": len(group)}
-        probes = [p if pd.notna(p) else None for p in group["probe_ms.live"]]
-        for name in ("throughput", "rt_mean"):
-            seen = truth.estimate([truth.at_speed(name, v, p, reference) for v, p in zip(group[f"{name}.measured"], probes)])
+    for key in keys:
+        mine = steps[[c == key for c in config]]
+        row: dict = dict(zip(("M", "N", "mix", "load"), key)) | {"repeats": len(mine)}
+        for name in names:
+            seen = found[[c == key and f == name for c, f in zip(found["config"], found["figure"])]].iloc[0]
             # The twin at the calibration's speed runs the same model and seed in every repeat.
-            twin = float(group[f"{name}.predicted_calibration_speed"].iloc[0])
+            twin = float(mine[f"{name}.predicted_calibration_speed"].iloc[0])
             row |= {
-                f"{name}.measured": seen.mean,
-                f"{name}.halfwidth": seen.halfwidth,
-                f"{name}.relative": seen.relative,
+                f"{name}.measured": seen["mean"],
+                f"{name}.halfwidth": seen["halfwidth"],
+                f"{name}.relative": seen["relative"],
                 f"{name}.predicted": twin,
-                f"{name}.error": _error(twin, seen.mean),
+                f"{name}.error": _error(twin, seen["mean"]),
             }
         rows.append(row)
     return pd.DataFrame(rows)
