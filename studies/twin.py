@@ -213,9 +213,9 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         # Each unseen point's |error| less its allowance (the target, or the truth's own
         # half-width where wider): the target is met where every one is ≤ 0.
         "unseen_beyond_allowance": {
-            "throughput": _beyond(unseen["throughput.error"], unseen["throughput.relative"], targets.throughput),
-            "rt_mean": _beyond(unseen["rt_mean.error"], unseen["rt_mean.relative"], targets.rt_mean),
-            "lambda_max": _beyond(others["twin_error"], others["relative"], targets.capacity),
+            "throughput": truth.beyond_allowance(unseen["throughput.error"], unseen["throughput.relative"], targets.throughput),
+            "rt_mean": truth.beyond_allowance(unseen["rt_mean.error"], unseen["rt_mean.relative"], targets.rt_mean),
+            "lambda_max": truth.beyond_allowance(others["twin_error"], others["relative"], targets.capacity),
         },
         "truth_ci_halfwidth_max": float(max(table["relative"].max(), unseen["throughput.relative"].max(), unseen["rt_mean.relative"].max())),
         "steps": len(scored),
@@ -223,11 +223,6 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "reused": reused,
         "ran_live": ran,
     }
-
-
-def _beyond(errors: pd.Series, relative: pd.Series, target: float) -> float:
-    """The largest |error| less its point's allowance (`truth.allowance`)."""
-    return float(max(abs(e) - truth.allowance(target, h) for e, h in zip(errors, relative)))
 
 
 def _kept_repeats(out: Path, configs: list[tuple[int, int]], repeats: int) -> pd.DataFrame | None:

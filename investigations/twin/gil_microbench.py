@@ -147,7 +147,7 @@ def main() -> None:
         )
     figures = pd.DataFrame(per_n)
     print(figures.to_string(index=False))
-    beyond = max(abs(r["lock_error"]) - truth.allowance(BOUND, r["live_relative_halfwidth"]) for r in per_n)
+    beyond = truth.beyond_allowance(figures["lock_error"], figures["live_relative_halfwidth"], BOUND)
     plain_least = min(abs(r["plain_error"]) for r in per_n if r["threads"] >= 4)
     ledger = Ledger()
     ledger.check(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -69,6 +69,12 @@ def allowance(target: float, relative_halfwidth: float) -> float:
     truth's own relative 95% half-width where that is wider (issue 41: a truth cannot
     judge more finely than it resolves, and the note says where this happened)."""
     return max(target, relative_halfwidth) if math.isfinite(relative_halfwidth) else target
+
+
+def beyond_allowance(errors: Iterable[float], relative_halfwidths: Iterable[float], target: float) -> float:
+    """The largest |error| less its point's allowance (`allowance`): ≤ 0 where every
+    point meets its target."""
+    return float(max(abs(e) - allowance(target, h) for e, h in zip(errors, relative_halfwidths)))
 
 
 def interleaved(configs: Sequence[K], repeats: int) -> list[tuple[int, K]]:
