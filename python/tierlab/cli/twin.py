@@ -52,7 +52,13 @@ def twin() -> None:
     "requests show the growth level off, fitted so the twin uses the CPU per request each trace measured at its load: give traces at two "
     "loads or more.",
 )
-def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention) -> None:
+@click.option(
+    "--lock",
+    is_flag=True,
+    help="Look for an interpreter lock (the process held to one core where 2+ requests compute on the model's 2+ cores) and, where the traces "
+    "show one, give the twin it with its hand-off fitted at the traces' loads; SQLite's statements then run beside it (docs/twin.md).",
+)
+def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention, lock) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
@@ -74,7 +80,7 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, t
     if clients is not None and session_rate is not None:
         raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
-    options = {"form": form, "handoff": handoff, "contention": contention}
+    options = {"form": form, "handoff": handoff, "contention": contention, "lock": lock}
     if model_file is None:
         if session_rate is not None:
             raise InputError("without --model the open workload is the traces' own rate; give --clients N (and --think) for a closed one")

@@ -31,6 +31,8 @@ from ...trace import Summary, Trace, read_trace
 from ...trace.schema import figures
 from .classical import demand_law, regression
 from .fit import FLOOR, Form, fitted, mean_of
+from .lock import Lock, at_cpu, evidence
+from .lock import fitted as lock_fitted
 from .measured import Measured, cpu_cores, hand_offs, measured, threads_at_start
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
@@ -84,6 +86,8 @@ class Calibration:
     handoff_cpu: dict[str, float] = field(default_factory=dict)  # per pool in the twin, its CPU-seconds
     growth: Growth = Growth()
     growth_fit: list[dict[str, float]] = field(default_factory=list)  # per trace: its load, the CPU per request live and in the twin
+    outside: float = 0.0  # CPU-seconds per request outside the handlers, in the twin
+    lock: dict | None = None  # `calibrate(lock=True)`'s evidence and fit (None: not looked for)
 
     def loaded(self) -> LoadedModel:
         return load_model(self.model, self.base_dir)
@@ -103,7 +107,7 @@ class Calibration:
             "handoff_cpu": _finite(self.handoff_cpu),
             "contention": {"scale": self.growth.scale, "per": self.growth.per, "max": self.growth.cap, "traces": [_finite(t) for t in self.growth_fit]},
             "notes": self.notes,
-        }
+        } | ({"interpreter_lock": self.lock} if self.lock is not None else {})
 
     def write(self, out: str | Path) -> Path:
         """The twin as `out` (YAML; chain CSV paths made relative to its folder) and
@@ -129,14 +133,19 @@ def _records(df: pd.DataFrame) -> dict:
     return {str(k): _finite(row.to_dict()) for k, row in df.iterrows()}
 
 
-def calibrate(traces: Sequence[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False) -> Calibration:
+def calibrate(
+    traces: Sequence[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False, lock: bool = False
+) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
     (`handoff_cpu`, an exponential), sized so that the twin, run at the traces' loads,
     hands off as long per wait as they measured; with `contention`, the app tier's CPU
     demands grow with its requests in service (`Growth`), fitted so that the twin, run
     at each trace's load, uses the CPU per request the trace measured (two traces at
-    different loads at least). Both are matched by simulation (`matched`)."""
+    different loads at least); with `lock`, where the traces show an interpreter lock
+    (`lock.evidence`), the twin has one, its hand-off fitted so that the twin uses each
+    trace's CPU per request at its load (`lock.fitted`), after the others. All are
+    matched by simulation (`matched`)."""
     base = model
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
@@ -148,7 +157,7 @@ def calibrate(traces: Sequence[str | Path], model: LoadedModel, form: Form = "lo
     handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
     cal = _twin(base, read, m, setting, cores, form, handed, Growth())
     if not handed and not contention:
-        return cal
+        return _locked(cal, base, read, m, setting, cores, form) if lock else cal
     if contention and len({round(t.summary["throughput"], 6) for _, t in read}) < 2:
         raise InputError("--contention needs traces at two loads or more (their CPU per request against their requests in service); give a second trace")
     first = dict(handed)
@@ -164,7 +173,7 @@ def calibrate(traces: Sequence[str | Path], model: LoadedModel, form: Form = "lo
     if contention:
         # Per trace: the process's CPU per served request (the service demand law), in
         # the twin's units (divided by the speed the process got).
-        live_cpu = np.array([demand_law(measured([one], cores_of))["demand_law"] / cores["speed"] for one in read])
+        live_cpu = _live_cpu(read, cores_of, cores["speed"])
         runs = [t for _, t in read]
         cap = levelling(m, m.pools[setting.threads])
         growth, base_cpu, fits = Growth(cap=cap), None, []
@@ -199,7 +208,62 @@ def calibrate(traces: Sequence[str | Path], model: LoadedModel, form: Form = "lo
                 for f in cal.growth_fit
             )
         )
-    return cal
+    return _locked(cal, base, read, m, setting, cores, form) if lock else cal
+
+
+def _live_cpu(read: list[tuple[str, Trace]], cores_of: dict[str, int | None], speed: float, apart: float = 0.0) -> np.ndarray:
+    """Per trace: the process's CPU per served request (the service demand law), less
+    `apart` seconds of it per request that the twin runs on another station, in the
+    twin's units (divided by the `speed` the process got)."""
+    return np.array([(demand_law(measured([one], cores_of))["demand_law"] - apart) / speed for one in read])
+
+
+def _locked(
+    cal: Calibration, base: LoadedModel, read: list[tuple[str, Trace]], m: Measured, setting: PoolSetting, cores: dict[str, float], form: Form
+) -> Calibration:
+    """`cal` with the interpreter lock where the traces show one (`lock.evidence`), its
+    hand-off fitted at the traces' loads (`lock.fitted`); the evidence and the fit in
+    the report either way. The lock holds one core, at the speed the process got of
+    it. An embedded database's statements (SQLite's) run outside the lock live — the
+    sqlite3 module releases it around each statement, so the process peaks above one
+    core — so the twin runs them on a station of their own beside the lock, the model's
+    other cores (docs/twin.md)."""
+    cores_of = cpu_cores(base)
+    seen = evidence(m, cores_of[m.tier] or 1, setting.connections)
+    cal.notes.append(seen.note())
+    cal.lock = {"present": seen.present, "cores": seen.cores, "windows": seen.windows, "ceiling": _finite({"x": seen.ceiling})["x"]}
+    if not seen.present:
+        return cal
+    # SQLite's statements, CPU per request: outside the lock, so not of its speed.
+    apart = float(m.requests[f"{m.tier}.db_cpu_time"].mean()) if m.db_tier is None else 0.0
+    speed = cores["busy_mean"] * (1 - apart / cal.law["demand_law"])
+    one = cores | {"cores": 1.0, "speed": speed}
+    build = lambda lock: _twin(base, read, m, setting, one, form, cal.handoff_cpu, cal.growth, lock)  # noqa: E731
+    runs = [t for _, t in read]
+    cpu = lambda lock: np.array([x["cpu"] for x in matched(build(lock).loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)])  # noqa: E731
+    fit = lock_fitted(cpu, _live_cpu(read, cores_of, speed, apart), build(Lock()).outside)
+    locked = build(fit.lock)
+    locked.growth_fit = cal.growth_fit
+    locked.lock = cal.lock | {
+        "switch_interval": fit.lock.switch_interval,
+        "handoff": fit.lock.handoff,
+        "outside_handlers": locked.outside,
+        "separable": fit.separable,
+        "traces": [{"live_cpu": a, "twin_cpu": b, "handoffs_per_request": k} for a, b, k in zip(fit.live, fit.twin, fit.per_request)],
+    }
+    locked.notes = cal.notes + [
+        f"interpreter lock in the twin: one core at speed {speed:.2f}, switch interval {fit.lock.switch_interval * 1e3:g} ms (CPython's default), "
+        + (
+            f"hand-off {fit.lock.handoff * 1e6:.0f} µs and {locked.outside * 1e3:.3f} ms per request outside the handlers, fitted at the traces' loads ("
+            + "; ".join(
+                f"{a * 1e3:.3f} ms per request live, {b * 1e3:.3f} in the twin, {k:.1f} hand-offs" for a, b, k in zip(fit.live, fit.twin, fit.per_request)
+            )
+            + ")"
+            if fit.separable
+            else "no hand-off: the traces' loads contend the lock alike, so its hand-off cannot be told from a constant CPU (give traces at two loads, one light)"
+        )
+    ]
+    return locked
 
 
 def _handed_cpu(sim: dict[str, float], handed: dict[str, float]) -> float:
@@ -247,9 +311,10 @@ def _twin(
     form: Form,
     handed: dict[str, float],
     growth: Growth,
+    lock: Lock | None = None,
 ) -> Calibration:
-    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin)
-    and its app tier's CPU grown by `growth`."""
+    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin),
+    its app tier's CPU grown by `growth`, and under `lock` (`_locked`)."""
     cores_of = cpu_cores(base)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
@@ -264,6 +329,7 @@ def _twin(
     # a thread's in the request's `cpu_time`, where this does not look for it.)
     waiter_cpu = {p: m.granted[p] * d for p, d in handed.items()}  # CPU-seconds, all traces
     outside = growth.scale * max(0.0, law["outside_handlers"] / cores["speed"] - waiter_cpu.get(setting.threads, 0.0) / len(m.requests))
+    outside = lock.outside if lock is not None and lock.outside is not None else outside
     outside = outside if outside >= FLOOR else 0.0  # less than the clocks can tell apart: none (an imported trace's, by construction)
     contention = growth.spec(setting.threads)
     away = _outside_the_server(m, read, outside)
@@ -273,7 +339,9 @@ def _twin(
     for t, r in m.requests.groupby(m.requests["type"].astype(str)):
         if t not in requests:
             raise InputError(f"the traces hold request type {t!r}, which the model lacks; give the model the trace was run from")
-        row, program = _type(r, m, setting, db, per_query, outside, cores["speed"] / growth.scale, form, contention, away.get(t, away["(all)"]))
+        row, program = _type(
+            r, m, setting, db, per_query, outside, cores["speed"] / growth.scale, form, contention, away.get(t, away["(all)"]), lock is not None
+        )
         rows[t] = row
         requests[t] = {"priority": requests[t].get("priority", 0), **program}
     unseen = sorted(set(requests) - set(rows))
@@ -307,8 +375,17 @@ def _twin(
         if contention:
             tier["pools"][setting.connections]["acquire_contention"] = contention
     tier["stations"] = {"cpu": {"kind": "cpu", "cores": int(cores["cores"])}}
+    if lock is not None:
+        tier["interpreter_lock"] = lock.spec()
     tiers[m.tier] = tier
-    if m.db_tier:
+    if lock is not None and not m.db_tier:
+        apart = max(1, (cores_of[m.tier] or 1) - 1)
+        tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", "cores": apart}}}
+        notes.append(
+            f"{db}: embedded in the application's process (SQLite): its statements run outside the interpreter lock, so the twin calls {db} for them, "
+            f"on {apart} core(s) of their own (the model's {cores_of[m.tier]} less the lock's)"
+        )
+    elif m.db_tier:
         db_budget = cpu_budget.recorded(t for _, t in read).get(db)
         db_station = {"cores": cores_of[db] or 1} if db_budget is None else cpu_budget.station(db_budget)
         tiers[db] = {k: v for k, v in tiers[db].items() if k != "stations"} | {"stations": {"cpu": {"kind": "cpu", **db_station}}}
@@ -337,7 +414,7 @@ def _twin(
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
     probe = machine([t for _, t in read])["cpu_probe_ms"]
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, growth)
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, growth, outside=outside)
 
 
 def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: float) -> dict[str, float]:
@@ -394,13 +471,8 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
     runs only when there are waiters, so their correlation within a window is lost
     (on a simulated trace of a known demand: within 5%, tests/test_twin_known.py). The
     hand-off itself is one of the n, hence at least 1."""
-    w, r = m.windows, m.requests
-    pools = list(m.pools)
-    n = w["concurrency"] - sum(w[f"queued:{p}"] for p in pools) + sum(w[f"handing_off:{p}"] for p in pools)
-    if m.db_tier is not None:
-        held = (r[f"{m.tier}.with_db_active"] + r[f"{m.tier}.with_db_idle"]).sum()
-        n = n - w[f"busy:{connections}"] * (r[f"{m.tier}.db_time"].sum() / held if held > 0 else 0.0)
-    ran = w[f"handing_off:{pool}"] * w["length"] / np.maximum(1.0, n / cores)
+    w = m.windows
+    ran = w[f"handing_off:{pool}"] * w["length"] / np.maximum(1.0, at_cpu(m, connections) / cores)
     return float(ran.sum() / m.granted[pool])
 
 
@@ -494,10 +566,13 @@ def _type(
     form: Form,
     contention: dict | None,
     away: float,
+    apart: bool = False,
 ) -> tuple[dict, dict[str, Any]]:
     """One type's measured demands and its twin programs (app and database tier); the
     app tier's CPU demands divided by the process's `speed`, each with `contention`;
-    first, `away` seconds of delay outside the server (`_outside_the_server`)."""
+    first, `away` seconds of delay outside the server (`_outside_the_server`); an
+    embedded database's statements on the app's CPU, or, `apart` (outside an
+    interpreter lock), a call to the database tier."""
     cpu = lambda demand: {"cpu": demand} | ({"contention": contention} if contention else {})  # noqa: E731
     c = lambda name: r[f"{m.tier}.{name}"].to_numpy(dtype=float)  # noqa: E731
     embedded = m.db_tier is None
@@ -526,7 +601,7 @@ def _type(
             per_call = np.clip(c("db_time") - c("db_cpu_time"), 0, None) / accesses
         db_dist = fitted(per_call, form)
         use: list[dict[str, Any]] = [cpu({"exponential": access})] if access > 0 else []
-        if embedded:
+        if embedded and not apart:
             use.append(cpu(db_dist))
         else:
             use.append({"call": db})
