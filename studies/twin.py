@@ -49,6 +49,7 @@ calibration runs got)."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -74,6 +75,11 @@ UNSEEN_MIX = {"SRES": 2.0}  # twice the transitions into Search
 
 
 def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False, server: Server = "python") -> dict:
+    if not resume and (out / db).exists():
+        # A fresh run replaces the testbed's live runs whole: an earlier run's traces
+        # would otherwise stop it at its first calibration run (a trace folder is never
+        # overwritten), after its profile had already been replaced.
+        shutil.rmtree(out / db)
     with own_testbed(f"twin-{server}-{db}", db, server=server) as bed:
         return _loop(bed, db, s, out / db, bound, log, resume, contention, TARGETS[server])
 
