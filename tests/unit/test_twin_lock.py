@@ -53,8 +53,8 @@ def traces(m: tierlab.LoadedModel, folder, loads=LOADS) -> list:
 def test_a_lock_is_found_and_its_handoff_recovered(tmp_path, handoff):
     """With CPython's switch interval and a known hand-off, the process never uses more
     than one of its two cores where two or more requests compute: the lock is found.
-    Its hand-off, fitted at the two loads, within 10% (measured: +1.5% at 0.1 ms, −0.2%
-    at 0.5, +0.8% at 1), the CPU outside the handlers (none in the model) under 5% of
+    Its hand-off, fitted at the two loads, within 10% (measured: +0.5% at 0.1 ms, −0.9%
+    at 0.5, +0.7% at 1), the CPU outside the handlers (none in the model) under 5% of
     the demands' 3.4 ms per request (measured: none), and the twin's CPU per request at
     each load within 3% of the trace's (measured: within 1%); the twin's app tier is one
     core under the lock."""

@@ -24,10 +24,13 @@ from .measured import Measured
 ONE_CORE = 1.5  # cores: below this, 2+ requests computing on 2+ cores share one lock (no lock: up to 2)
 MIN_WINDOWS = 10  # of 2+ requests computing, for the ceiling to be seen (effective_cores asks as many)
 SWITCH_INTERVAL = 0.005  # CPython's default sys.getswitchinterval(); the servers here leave it
-FIRST_HANDOFF = 1e-4  # seconds: the fit's first try (gil_microbench's live residual: ~100 µs a hand-off)
+# Seconds: the fit's first try, small enough not to saturate a twin whose requests hand
+# the lock over 60 times each (the bookstore's Search: 101 connection requests).
+FIRST_HANDOFF = 1e-5
 LOCK_ROUNDS = 3  # of simulating the twin at the traces' loads to size the hand-off
 STEP_SHARE = 0.02  # of the CPU per request: the least CPU outside the handlers a fit with that step runs
 MATCHED = 0.02  # a fit with no CPU outside the handlers that meets every trace's CPU per request this near is kept
+PROBE, PROBE_STEPS = 0.5, 8  # a hand-off to read k at: its effect at least half the CPU to explain; tripled at most this often
 SEPARABLE = 0.2  # the hand-offs per request must differ by this share between the loads to tell them from a constant CPU
 
 
@@ -123,26 +126,29 @@ def fitted(cpu: Callable[[Lock], np.ndarray], live: np.ndarray, outside: float) 
     through two loads. The simpler one is kept where it matches every trace's CPU per
     request within MATCHED; else o is fitted with the step (at least `STEP_SHARE` of
     the CPU per request in every run, so that the step stays what the line saw)."""
-    bare = _rounds(cpu, live, 0.0, 0.0)
+    bare = _rounds(cpu, live, 0.0, 0.0, FIRST_HANDOFF)
     if bare is None:
         return _checked(Lock(outside=outside), np.zeros_like(live), False, cpu, live)
     fit = _checked(*bare, True, cpu, live)
     if np.all(np.abs(np.array(fit.twin) / live - 1) <= MATCHED):
         return fit
     step = STEP_SHARE * float(np.min(live))
-    stepped = _rounds(cpu, live, max(outside, step), step)
+    stepped = _rounds(cpu, live, max(outside, step), step, fit.lock.handoff or FIRST_HANDOFF)
     return _checked(*stepped, True, cpu, live) if stepped else fit
 
 
-def _rounds(cpu: Callable[[Lock], np.ndarray], live: np.ndarray, o: float, step: float) -> tuple[Lock, np.ndarray] | None:
+def _rounds(cpu: Callable[[Lock], np.ndarray], live: np.ndarray, o: float, step: float, h: float) -> tuple[Lock, np.ndarray] | None:
     """`fitted`'s rounds from the CPU outside the handlers `o` (0: none, and none fitted;
-    else fitted, each run with at least `step` of it): the lock and the hand-offs per
-    request at each load; None where the loads cannot tell them from a constant."""
-    h, found, solved = FIRST_HANDOFF, 0.0, o
+    else fitted, each run with at least `step` of it) and the hand-off `h`: the lock and
+    the hand-offs per request at each load; None where the loads cannot tell them from a
+    constant."""
+    found, solved = 0.0, o
     k = np.zeros_like(live)
     for _ in range(LOCK_ROUNDS):
         without = cpu(Lock(handoff=0.0, outside=o))
-        k = (cpu(Lock(handoff=h, outside=o)) - without) / h
+        if np.max(live - without) <= 0:
+            return Lock(handoff=0.0, outside=solved), k  # nothing beyond the twin's own demands for hand-offs to explain
+        k, h = _per_request(cpu, live, o, h, without)
         if len(live) < 2 or np.ptp(k) < SEPARABLE * np.max(k):
             return None
         excess = live - (without - o)  # beyond the twin's own demands, at each load
@@ -153,6 +159,19 @@ def _rounds(cpu: Callable[[Lock], np.ndarray], live: np.ndarray, o: float, step:
             found = max(0.0, float(k @ excess / (k @ k)))
         h = found if found > 0 else FIRST_HANDOFF  # probe again with a hand-off that shows
     return Lock(handoff=found, outside=solved), k
+
+
+def _per_request(cpu: Callable[[Lock], np.ndarray], live: np.ndarray, o: float, h: float, without: np.ndarray) -> tuple[np.ndarray, float]:
+    """The twin's hand-offs per request at each load, (with h − without) ÷ h, and the h
+    they were read at: from `h`, tripled until the hand-offs make at least PROBE of
+    what is to be explained (a run's noise swamps a hand-off far smaller than the fit's,
+    and a far larger one saturates the twin, where every load hands off alike)."""
+    for _ in range(PROBE_STEPS):
+        with_h = cpu(Lock(handoff=h, outside=o))
+        if np.max(with_h - without) >= PROBE * np.max(live - without):
+            break
+        h *= 3
+    return (with_h - without) / h, h
 
 
 def _line(k: np.ndarray, excess: np.ndarray) -> tuple[float, float]:
