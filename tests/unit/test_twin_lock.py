@@ -7,46 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from twin_models import known, traces
 
 import tierlab
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.lock import SWITCH_INTERVAL, Lock, fitted
 
-CV = 0.5
-KNOWN = {"browse": {"app": 0.004, "calls": 3, "db": 0.0005}, "buy": {"app": 0.002, "calls": 1, "db": 0.001}}
 LOADS = (3, 30)  # closed clients: the lock contended now and then, and always
-
-
-def lognormal(mean: float) -> dict:
-    return {"lognormal": {"mean": mean, "sd": CV * mean}}
-
-
-def model(cores: int, lock: dict | None) -> tierlab.LoadedModel:
-    """Two types, 10 ms think times; the app's CPU step, then its calls to the database
-    (each a use of a connection, whose taking costs 0.2 ms of app CPU)."""
-    requests = {}
-    for name, k in KNOWN.items():
-        access = {"use": {"pool": "db", "steps": [{"call": "db"}]}}
-        steps = [{"acquire": "threads"}, {"cpu": lognormal(k["app"])}, {"loop": {"count": k["calls"], "steps": [access]}}, {"release": "threads"}]
-        requests[name] = {"app": steps, "db": [{"cpu": lognormal(k["db"])}]}
-    app: dict = {
-        "pools": {"threads": {"kind": "threads", "size": 8}, "db": {"kind": "connections", "size": 4, "acquire_cpu": {"exponential": 0.0002}}},
-        "stations": {"cpu": {"kind": "cpu", "cores": cores}},
-    } | ({"interpreter_lock": lock} if lock else {})
-    half = {t: 0.5 for t in KNOWN}
-    return tierlab.load_model(
-        {
-            "name": "locked" if lock else "free",
-            "run": {"duration": 40, "warmup": 5, "seed": 3, "records": True},
-            "tiers": {"app": app, "db": {"stations": {"cpu": {"kind": "cpu", "cores": 2}}}},
-            "requests": requests,
-            "workload": {"population": {"clients": 3}, "think": {"exponential": 0.01}, "chain": {"matrix": {t: half for t in KNOWN}, "start": "browse"}},
-        }
-    )
-
-
-def traces(m: tierlab.LoadedModel, folder, loads=LOADS) -> list:
-    return [tierlab.simulate(m.with_changes({"workload.population.clients": n})).write(folder / f"at{n}") for n in loads]
 
 
 @pytest.mark.parametrize("handoff", [0.0001, 0.0005, 0.001])
@@ -58,8 +25,8 @@ def test_a_lock_is_found_and_its_handoff_recovered(tmp_path, handoff):
     the demands' 3.4 ms per request (measured: none), and the twin's CPU per request at
     each load within 3% of the trace's (measured: within 1%); the twin's app tier is one
     core under the lock."""
-    m = model(2, {"switch_interval": SWITCH_INTERVAL, "handoff": handoff})
-    cal = calibrate(traces(m, tmp_path), m, lock=True)
+    m = known(2, {"switch_interval": SWITCH_INTERVAL, "handoff": handoff})
+    cal = calibrate(traces(m, tmp_path, LOADS), m, lock=True)
     found = cal.report()["interpreter_lock"]
     assert found["present"] and found["ceiling"] == pytest.approx(1.0, abs=0.01)
     assert found["separable"]
@@ -76,8 +43,8 @@ def test_a_lock_is_found_and_its_handoff_recovered(tmp_path, handoff):
 def test_the_locked_twin_serves_what_the_original_served(tmp_path):
     """The loop closes: the twin, simulated at the heavy load with another seed, serves the
     original's throughput within 2% (the lock, not the two cores, bounds it)."""
-    m = model(2, {"switch_interval": SWITCH_INTERVAL, "handoff": 0.0005})
-    folders = traces(m, tmp_path)
+    m = known(2, {"switch_interval": SWITCH_INTERVAL, "handoff": 0.0005})
+    folders = traces(m, tmp_path, LOADS)
     twin = tierlab.load_model(calibrate(folders, m, lock=True).write(tmp_path / "twin.yaml"))
     heavy = {"workload.population.clients": LOADS[1]}
     original = tierlab.simulate(m.with_changes(heavy).with_run(records=False)).summary["throughput"]
@@ -87,19 +54,19 @@ def test_the_locked_twin_serves_what_the_original_served(tmp_path):
 def test_no_lock_is_found_where_the_process_uses_both_cores(tmp_path):
     """The same model without the lock: 2+ requests computing use both cores (ceiling 2),
     so the twin has no lock and its station the two cores, as without `lock`."""
-    m = model(2, None)
-    cal = calibrate(traces(m, tmp_path), m, lock=True)
+    m = known(2, None)
+    cal = calibrate(traces(m, tmp_path, LOADS), m, lock=True)
     found = cal.report()["interpreter_lock"]
     assert not found["present"] and found["ceiling"] > 1.9
     assert "interpreter_lock" not in cal.model["tiers"]["app"]
-    assert cal.model == calibrate(traces(m, tmp_path / "again"), m).model
+    assert cal.model == calibrate(traces(m, tmp_path / "again", LOADS), m).model
 
 
 def test_a_lock_is_not_looked_for_on_one_core(tmp_path):
     """On a one-core station a lock and the core look alike from the process's CPU: not
     looked for, and said so."""
-    m = model(1, None)
-    cal = calibrate(traces(m, tmp_path), m, lock=True)
+    m = known(1, None)
+    cal = calibrate(traces(m, tmp_path, LOADS), m, lock=True)
     assert cal.report()["interpreter_lock"]["present"] is False
     assert any("not looked for" in n for n in cal.notes)
 
@@ -108,8 +75,8 @@ def test_one_load_finds_the_lock_but_not_its_handoff(tmp_path):
     """One trace cannot tell the lock's hand-offs from a constant CPU per request: the lock
     is in the twin with no hand-off, the CPU outside the handlers the service demand
     law's residual (the hand-offs' CPU, here), and the note says what to give."""
-    m = model(2, {"switch_interval": SWITCH_INTERVAL, "handoff": 0.0005})
-    cal = calibrate(traces(m, tmp_path, loads=(30,)), m, lock=True)
+    m = known(2, {"switch_interval": SWITCH_INTERVAL, "handoff": 0.0005})
+    cal = calibrate(traces(m, tmp_path, (30,)), m, lock=True)
     found = cal.report()["interpreter_lock"]
     assert found["present"] and not found["separable"] and found["handoff"] == 0
     assert found["outside_handlers"] == pytest.approx(cal.law["outside_handlers"] / cal.cores["speed"], rel=1e-9)

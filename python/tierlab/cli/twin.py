@@ -58,7 +58,21 @@ def twin() -> None:
     help="Look for an interpreter lock (the process held to one core where 2+ requests compute on the model's 2+ cores) and, where the traces "
     "show one, give the twin it with its hand-off fitted at the traces' loads; SQLite's statements then run beside it (docs/twin.md).",
 )
-def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention, lock) -> None:
+@click.option(
+    "--idle-handoff",
+    is_flag=True,
+    help="With --handoff: hand the pools' tokens over idle (the measured wait, no CPU run) where the twin with the waiters' CPU run grows "
+    "the CPU per request between the traces' loads further from what they did; give traces at two loads.",
+)
+@click.option(
+    "--request-growth",
+    is_flag=True,
+    help="Let the application's CPU demands grow with the worker threads other requests hold as the requests one by one show it "
+    "(slope and cap by least squares), where they show it; instead of --contention.",
+)
+def twin_calibrate(
+    traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention, lock, idle_handoff, request_growth
+) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
     pools as the server ran them; the application's effective cores from its CPU; the
@@ -80,7 +94,7 @@ def twin_calibrate(traces, model_file, out_file, clients, session_rate, think, t
     if clients is not None and session_rate is not None:
         raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
-    options = {"form": form, "handoff": handoff, "contention": contention, "lock": lock}
+    options = {"form": form, "handoff": handoff, "contention": contention, "lock": lock, "idle_handoff": idle_handoff, "request_growth": request_growth}
     if model_file is None:
         if session_rate is not None:
             raise InputError("without --model the open workload is the traces' own rate; give --clients N (and --think) for a closed one")

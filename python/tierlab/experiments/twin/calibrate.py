@@ -12,7 +12,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,7 +33,8 @@ from .classical import demand_law, regression
 from .fit import FLOOR, Form, fitted, mean_of
 from .lock import Lock, at_cpu, evidence
 from .lock import fitted as lock_fitted
-from .measured import Measured, cpu_cores, hand_offs, measured, threads_at_start
+from .measured import Measured, cpu_cores, hand_offs, measured
+from .per_request import GROWTH_MIN, T_MIN, line
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
@@ -44,6 +45,7 @@ MATCH_SEEDS = 3  # runs per trace and round
 # line through them with the counts the last run's grown steps saw; more seeds than the
 # hand-off's, as near saturation a run's CPU per request (its waits' hand-offs) is noisy.
 GROWTH_ROUNDS, GROWTH_SEEDS = 6, 8
+IDLE_MARGIN = 0.01  # of the CPU per request's growth between the loads: what a hand-off's CPU run must miss by to give way to an idle token
 
 
 @dataclass(frozen=True)
@@ -84,10 +86,12 @@ class Calibration:
     notes: list[str] = field(default_factory=list)
     handoff: dict[str, float] = field(default_factory=dict)  # per pool, seconds per hand-off
     handoff_cpu: dict[str, float] = field(default_factory=dict)  # per pool in the twin, its CPU-seconds
+    handoff_idle: dict[str, float] = field(default_factory=dict)  # per pool in the twin as an idle token, its seconds
     growth: Growth = Growth()
     growth_fit: list[dict[str, float]] = field(default_factory=list)  # per trace: its load, the CPU per request live and in the twin
     outside: float = 0.0  # CPU-seconds per request outside the handlers, in the twin
     lock: dict | None = None  # `calibrate(lock=True)`'s evidence and fit (None: not looked for)
+    once: dict | None = None  # `calibrate(idle_handoff=, request_growth=)`'s evidence (None: neither asked)
 
     def loaded(self) -> LoadedModel:
         return load_model(self.model, self.base_dir)
@@ -96,18 +100,22 @@ class Calibration:
         """The calibration's figures: direct demands, effective cores, and the
         classical estimates beside them with their residuals."""
         reg = self.regression
-        return {
-            "model": self.model["name"],
-            "cores": _finite(self.cores),
-            "demand_law": _finite(self.law),
-            "regression": _finite({k: reg.attrs[k] for k in ("relative_residual", "relative_residual_all", "windows")}) | {"types": _records(reg)},
-            "demands": _records(self.demands),
-            "machine": {"cpu_probe_ms": self.probe_ms},
-            "handoff": _finite(self.handoff),
-            "handoff_cpu": _finite(self.handoff_cpu),
-            "contention": {"scale": self.growth.scale, "per": self.growth.per, "max": self.growth.cap, "traces": [_finite(t) for t in self.growth_fit]},
-            "notes": self.notes,
-        } | ({"interpreter_lock": self.lock} if self.lock is not None else {})
+        return (
+            {
+                "model": self.model["name"],
+                "cores": _finite(self.cores),
+                "demand_law": _finite(self.law),
+                "regression": _finite({k: reg.attrs[k] for k in ("relative_residual", "relative_residual_all", "windows")}) | {"types": _records(reg)},
+                "demands": _records(self.demands),
+                "machine": {"cpu_probe_ms": self.probe_ms},
+                "handoff": _finite(self.handoff),
+                "handoff_cpu": _finite(self.handoff_cpu),
+                "contention": {"scale": self.growth.scale, "per": self.growth.per, "max": self.growth.cap, "traces": [_finite(t) for t in self.growth_fit]},
+                "notes": self.notes,
+            }
+            | ({"interpreter_lock": self.lock} if self.lock is not None else {})
+            | ({"growth_once": self.once} if self.once is not None else {})
+        )
 
     def write(self, out: str | Path) -> Path:
         """The twin as `out` (YAML; chain CSV paths made relative to its folder) and
@@ -134,7 +142,14 @@ def _records(df: pd.DataFrame) -> dict:
 
 
 def calibrate(
-    traces: Sequence[str | Path], model: LoadedModel, form: Form = "lognormal", handoff: bool = False, contention: bool = False, lock: bool = False
+    traces: Sequence[str | Path],
+    model: LoadedModel,
+    form: Form = "lognormal",
+    handoff: bool = False,
+    contention: bool = False,
+    lock: bool = False,
+    idle_handoff: bool = False,
+    request_growth: bool = False,
 ) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
@@ -145,7 +160,18 @@ def calibrate(
     different loads at least); with `lock`, where the traces show an interpreter lock
     (`lock.evidence`), the twin has one, its hand-off fitted so that the twin uses each
     trace's CPU per request at its load (`lock.fitted`), after the others. All are
-    matched by simulation (`matched`)."""
+    matched by simulation (`matched`).
+
+    So that the twin grows its CPU per request once, as live (issue 41 item 4), each
+    only where the traces show it: with `idle_handoff` (and `handoff`), the pools hand
+    their tokens over idle (the pool's `handoff`: the measured wait, no CPU run) where
+    the twin with the waiters' CPU run grows the CPU per request between the traces'
+    loads further from what they did than the twin with idle tokens, by IDLE_MARGIN;
+    with `request_growth`, the app's CPU demands grow with the threads held as the
+    requests one by one show it (`per_request.line`), where they show it; instead of
+    `contention`."""
+    if contention and request_growth:
+        raise InputError("give --contention (the growth through the traces' totals) or --request-growth (through the requests one by one), not both")
     base = model
     cores_of = cpu_cores(base)
     read = [(str(t), read_trace(t)) for t in traces]
@@ -155,16 +181,43 @@ def calibrate(
     cores = effective_cores(m, budgets.get(m.tier))
     measured_handoff = {p: h for p, h in m.handoff.items() if p in base.spec.tiers[m.tier].pools and h > 0}
     handed = {p: handoff_cpu(m, p, cores["cores"], setting.connections) for p in measured_handoff} if handoff else {}
-    cal = _twin(base, read, m, setting, cores, form, handed, Growth())
-    if not handed and not contention:
+    once: dict[str, Any] = {}
+    idle: dict[str, float] = {}
+    grown = Growth()
+    if request_growth:
+        found = line(m, m.pools[setting.threads])
+        once["growth"] = None if found is None else asdict(found) | {"shown": found.shown}
+        grown = Growth(found.base, found.slope / found.base, found.cap) if found is not None and found.shown else grown
+    cal = _twin(base, read, m, setting, cores, form, handed, grown, idle=idle)
+
+    def finished(cal: Calibration) -> Calibration:
+        cal = _with_once(cal, once, m.tier)
         return _locked(cal, base, read, m, setting, cores, form) if lock else cal
+
+    if not handed and not contention:
+        return finished(cal)
     if contention and len({round(t.summary["throughput"], 6) for _, t in read}) < 2:
         raise InputError("--contention needs traces at two loads or more (their CPU per request against their requests in service); give a second trace")
     first = dict(handed)
     for _ in range(MATCH_ROUNDS if handed else 0):
         sims = matched(cal.loaded(), [t for _, t in read], m.tier, setting.threads)
         handed = {p: d * m.handoff[p] / lasted if (lasted := _pooled_handoff(sims, p)) > 0 else d for p, d in handed.items()}
-        cal = _twin(base, read, m, setting, cores, form, handed, Growth())
+        cal = _twin(base, read, m, setting, cores, form, handed, grown, idle=idle)
+    if idle_handoff and handed and len(read) > 1:
+        # The CPU run grows the twin's CPU per request with the waits, an idle token does
+        # not: the token where the run's twin grows it between the traces' loads further
+        # from what they did than the token's, by IDLE_MARGIN at least (its level is the
+        # demands', alike in both).
+        live_cpu = cpu_per_request(read, cores_of, cores["speed"])
+        tokens = _twin(base, read, m, setting, cores, form, {}, grown, idle={p: m.handoff[p] for p in handed})
+        forms = {"cpu": cal, "idle": tokens}
+        per = {k: [x["cpu"] for x in matched(c.loaded(), [t for _, t in read], m.tier, setting.threads, GROWTH_SEEDS)] for k, c in forms.items()}
+        growth_of = lambda cpu: np.log(np.asarray(cpu) / cpu[0])  # noqa: E731
+        off = {k: float(np.max(np.abs(growth_of(v) - growth_of(live_cpu)))) for k, v in per.items()}
+        chosen = "idle" if off["cpu"] - off["idle"] >= IDLE_MARGIN else "cpu"
+        once["handoff"] = {"live_cpu": [float(x) for x in live_cpu], "cpu_run": per["cpu"], "idle": per["idle"], "chosen": chosen}
+        if once["handoff"]["chosen"] == "idle":
+            cal, idle, handed = tokens, tokens.handoff_idle, {}
     if handed:
         cal.notes.append(
             "hand-off CPU matched by simulation: "
@@ -173,9 +226,10 @@ def calibrate(
     if contention:
         # Per trace: the process's CPU per served request (the service demand law), in
         # the twin's units (divided by the speed the process got).
-        live_cpu = _live_cpu(read, cores_of, cores["speed"])
+        live_cpu = cpu_per_request(read, cores_of, cores["speed"])
         runs = [t for _, t in read]
-        cap = levelling(m, m.pools[setting.threads])
+        found = line(m, m.pools[setting.threads])
+        cap = found.cap if found is not None else None
         growth, base_cpu, fits = Growth(cap=cap), None, []
         for _ in range(GROWTH_ROUNDS):
             sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
@@ -186,11 +240,11 @@ def calibrate(
             )
             growth = _line(seen, [(live - x["cpu"] + o) / b for live, x, o, b in zip(live_cpu, sims, own, base_cpu)], cap)
             fits.append(growth)
-            cal = _twin(base, read, m, setting, cores, form, handed, growth)
+            cal = _twin(base, read, m, setting, cores, form, handed, growth, idle=idle)
         # The rounds scatter around the fixed point (the runs' noise): their mean after
         # the first, which started from no growth.
         growth = Growth(float(np.mean([g.scale for g in fits[1:]])), float(np.mean([g.per for g in fits[1:]])), cap)
-        cal = _twin(base, read, m, setting, cores, form, handed, growth)
+        cal = _twin(base, read, m, setting, cores, form, handed, growth, idle=idle)
         sims = matched(cal.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
         cal.growth_fit = [
             {"throughput": t.summary["throughput"], "threads_busy": x["threads_busy"], "live_cpu": float(live), "twin_cpu": x["cpu"]}
@@ -208,10 +262,48 @@ def calibrate(
                 for f in cal.growth_fit
             )
         )
-    return _locked(cal, base, read, m, setting, cores, form) if lock else cal
+    return finished(cal)
 
 
-def _live_cpu(read: list[tuple[str, Trace]], cores_of: dict[str, int | None], speed: float, apart: float = 0.0) -> np.ndarray:
+def _with_once(cal: Calibration, once: dict[str, Any], tier: str) -> Calibration:
+    """`cal` with what the traces showed of item 4's mechanisms (`once`: per pool whether
+    its hand-off is idle, the requests' growth line), in its report and notes."""
+    if not once:
+        return cal
+    cal.once = once
+    if "handoff" in once:
+        h = once["handoff"]
+        cal.notes.append(
+            "the pools' hand-off as the waiter's CPU run or as an idle token, the twin's CPU per request at the traces' loads against live: "
+            + "; ".join(
+                f"{a * 1e3:.3f} ms live, {b * 1e3:.3f} with the run, {c * 1e3:.3f} with the token" for a, b, c in zip(h["live_cpu"], h["cpu_run"], h["idle"])
+            )
+            + (
+                ": idle tokens in the twin (" + ", ".join(f"{p} {d * 1e6:.0f} µs" for p, d in cal.handoff_idle.items()) + ", no CPU run)"
+                if h["chosen"] == "idle"
+                else ": the CPU run in the twin"
+            )
+        )
+    if "growth" in once:
+        g = once["growth"]
+        cal.notes.append(
+            "the handlers' CPU against the threads held, request by request: "
+            + (
+                "too few requests, or a pool too small, to tell"
+                if g is None
+                else f"{g['base']:.3f} + {g['slope']:.3f} · min(held, {g['top']}) ({g['requests']} requests, t = {g['t']:.1f}): "
+                + (
+                    f"in the twin, every CPU demand of {tier} × {cal.growth.scale:.3f} × (1 + {cal.growth.per:.3f} · threads other requests hold"
+                    + (f", up to {cal.growth.cap})" if cal.growth.cap else ")")
+                    if g["shown"]
+                    else f"no growth in the twin (a growth needs t ≥ {T_MIN:g} and {GROWTH_MIN:.0%} at the top)"
+                )
+            )
+        )
+    return cal
+
+
+def cpu_per_request(read: list[tuple[str, Trace]], cores_of: dict[str, int | None], speed: float, apart: float = 0.0) -> np.ndarray:
     """Per trace: the process's CPU per served request (the service demand law), less
     `apart` seconds of it per request that the twin runs on another station, in the
     twin's units (divided by the `speed` the process got)."""
@@ -238,12 +330,12 @@ def _locked(
     apart = float(m.requests[f"{m.tier}.db_cpu_time"].mean()) if m.db_tier is None else 0.0
     speed = cores["busy_mean"] * (1 - apart / cal.law["demand_law"])
     one = cores | {"cores": 1.0, "speed": speed}
-    build = lambda lock: _twin(base, read, m, setting, one, form, cal.handoff_cpu, cal.growth, lock)  # noqa: E731
+    build = lambda lock: _twin(base, read, m, setting, one, form, cal.handoff_cpu, cal.growth, lock, cal.handoff_idle)  # noqa: E731
     runs = [t for _, t in read]
     cpu = lambda lock: np.array([x["cpu"] for x in matched(build(lock).loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)])  # noqa: E731
-    fit = lock_fitted(cpu, _live_cpu(read, cores_of, speed, apart), build(Lock()).outside)
+    fit = lock_fitted(cpu, cpu_per_request(read, cores_of, speed, apart), build(Lock()).outside)
     locked = build(fit.lock)
-    locked.growth_fit = cal.growth_fit
+    locked.growth_fit, locked.once = cal.growth_fit, cal.once
     locked.lock = cal.lock | {
         "switch_interval": fit.lock.switch_interval,
         "handoff": fit.lock.handoff,
@@ -280,28 +372,6 @@ def _line(seen: list[float], grown: list[float], cap: int | None) -> Growth:
     return Growth(float(scale), float(slope / scale), cap)
 
 
-def levelling(m: Measured, threads: int) -> int | None:
-    """Where the handlers' CPU stops growing with the threads other requests hold, from
-    the served requests one by one: each one's CPU (÷ its type's mean) against
-    min(held, c), held as `threads_at_start` counts it, by least squares for each c
-    below the pool's size; the c that fits best, or None when that is the largest (no
-    levelling within the traces) or the CPU does not grow."""
-    r = m.requests
-    held = pd.concat([threads_at_start(run, m.tier).held for _, run in r.groupby("trace")])
-    cpu = r[f"{m.tier}.cpu_time"]
-    rel = (cpu / cpu.groupby(r.type, observed=True).transform("mean")).to_numpy()
-    n = held.reindex(r.index).to_numpy()
-    known = np.isfinite(rel)
-    if threads < 3 or known.sum() < 3:
-        return None  # no count below the pool's size but the largest to level off at
-    fits = []
-    for c in range(1, threads):
-        coef, residual, *_ = np.polyfit(np.minimum(n[known], c), rel[known], 1, full=True)
-        fits.append((float(residual[0]) if len(residual) else np.inf, c, float(coef[0])))
-    best, c, slope = min(fits)
-    return c if slope > 0 and c < threads - 1 and np.isfinite(best) else None
-
-
 def _twin(
     base: LoadedModel,
     read: list[tuple[str, Trace]],
@@ -312,9 +382,12 @@ def _twin(
     handed: dict[str, float],
     growth: Growth,
     lock: Lock | None = None,
+    idle: dict[str, float] | None = None,
 ) -> Calibration:
-    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin),
-    its app tier's CPU grown by `growth`, and under `lock` (`_locked`)."""
+    """The twin of `calibrate`, its pools' hand-off CPU `handed` (none: not in the twin)
+    or idle token's seconds `idle`, its app tier's CPU grown by `growth`, and under
+    `lock` (`_locked`)."""
+    idle = idle or {}
     cores_of = cpu_cores(base)
     names = list(base.spec.tiers)
     db = m.db_tier or (names[names.index(m.tier) + 1] if names.index(m.tier) + 1 < len(names) else None)
@@ -358,6 +431,8 @@ def _twin(
     # hand-off served 12% less than live, against 3% less without (docs/twin.md, "Limits").
     for p, d in handed.items():
         tier["pools"][p]["handoff_cpu"] = {"exponential": d}
+    for p, d in idle.items():
+        tier["pools"][p]["handoff"] = {"exponential": d}
     notes.append(
         f"pools' hand-off (a given-back token free until the woken waiter takes it), per wait, "
         f"{'in the twin as the waiter’s CPU run' if handed else 'measured, not in the twin'}: "
@@ -414,7 +489,7 @@ def _twin(
     }
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
     probe = machine([t for _, t in read])["cpu_probe_ms"]
-    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, growth, outside=outside)
+    return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, idle, growth, outside=outside)
 
 
 def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: float) -> dict[str, float]:
