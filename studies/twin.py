@@ -36,6 +36,7 @@ much the worst point exceeds its allowance (≤ 0: met).
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
     python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
     python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
+    python studies/twin.py --quick --resume --lock --idle-handoff --request-growth  # the same, the twin with issue 41's mechanisms where the runs show them
 
 Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
 command, seeds), so the two testbeds of the full study can run in separate sittings;
@@ -74,17 +75,20 @@ VERIFY_LOADS = (0.4, 0.8)  # shares of each configuration's measured capacity
 UNSEEN_MIX = {"SRES": 2.0}  # twice the transitions into Search
 
 
-def study(db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False, server: Server = "python") -> dict:
+def study(
+    db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False, server: Server = "python", twin: dict | None = None
+) -> dict:
+    """`twin`: further `calibrate` options (lock, idle_handoff, request_growth)."""
     if not resume and (out / db).exists():
         # A fresh run replaces the testbed's live runs whole: an earlier run's traces
         # would otherwise stop it at its first calibration run (a trace folder is never
         # overwritten), after its profile had already been replaced.
         shutil.rmtree(out / db)
     with own_testbed(f"twin-{server}-{db}", db, server=server) as bed:
-        return _loop(bed, db, s, out / db, bound, log, resume, contention, TARGETS[server])
+        return _loop(bed, db, s, out / db, bound, log, resume, contention, TARGETS[server], twin or {})
 
 
-def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool, contention: bool, targets: Targets) -> dict:
+def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: bool, contention: bool, targets: Targets, twin_options: dict) -> dict:
     _, runner, model = live_setup(bed, s, out)
     # 1. The paper's method.
     # The pilots, far beyond capacity, thrash: on SQLite one at 80 sessions/s served 9.4
@@ -130,7 +134,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     # uncapped, rated the unseen configurations worse on both testbeds; capped where the
     # handlers' CPU levels off (investigations/twin/results/cpu_growth, cpu_growth_live), see
     # results/twin/notes.md.
-    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention)
+    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention, **twin_options)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 
@@ -333,7 +337,17 @@ def main() -> None:
     ap.add_argument(
         "--contention", action="store_true", help="the twin's app CPU grows with the threads held, up to where it levels off (`twin calibrate --contention`)"
     )
+    ap.add_argument("--lock", action="store_true", help="the twin under an interpreter lock where the calibration runs show one (`twin calibrate --lock`)")
+    ap.add_argument(
+        "--idle-handoff", action="store_true", help="the pools' hand-off as an idle token where the calibration runs show it (`twin calibrate --idle-handoff`)"
+    )
+    ap.add_argument(
+        "--request-growth",
+        action="store_true",
+        help="the twin's app CPU grows with the threads held as the requests one by one show it (`twin calibrate --request-growth`)",
+    )
     a = ap.parse_args()
+    twin_options = {"lock": a.lock, "idle_handoff": a.idle_handoff, "request_growth": a.request_growth}
     out = output_dir("twin" if a.server == "python" else "twin_java", a)
     s = sizes(a.quick)
     for db in [a.db] if a.db else s["dbs"]:
@@ -342,7 +356,7 @@ def main() -> None:
         # result.json from before there was one per testbed.
         found = [f for f in (path, out / "result.json") if a.resume and f.is_file()]
         before = json.loads(found[0].read_text()) if found else None
-        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention, a.server), range(1, s["runs"] + 1))
+        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention, a.server, twin_options), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
             record["reused_from"] = sorted(
                 {*before.get("reused_from", []), *([before["commit"]] if before.get("ran_live", True) else [])}
