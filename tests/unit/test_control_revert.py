@@ -14,7 +14,7 @@ from control_models import GRADIENT, bursty
 import tierlab
 
 REVERTED = re.compile(r"errors (\d+\.\d)% → (\d+\.\d)% after threads (\d+) → (\d+): reverted to (\d+)$")
-HOLD = 6  # crates/control's REVERT_HOLD
+HOLD = 6  # control.revert.hold's default
 
 
 def impatient(seed: int) -> dict:

@@ -12,7 +12,7 @@ mod spec;
 
 pub use gradient::Gradient;
 pub use observation::{Latency, Observation, PoolObs};
-pub use spec::{Bounds, GradientParams, PoolKind, Spec, Strategy, TwinParams};
+pub use spec::{Bounds, GradientParams, PoolKind, Revert, Spec, Strategy, TwinParams};
 
 use std::collections::BTreeMap;
 
@@ -31,15 +31,6 @@ pub trait Controller: Send {
     fn decide(&mut self, o: &Observation) -> Decision;
 }
 
-/// How far the error share may rise after a change before it is reverted: one
-/// percentage point (0.2% → 1.1% stands, 0.2% → 1.3% is reverted). A share that moves
-/// by less is the load's noise, not the change's doing.
-pub const REVERT_MARGIN: f64 = 0.01;
-
-/// Intervals a reverted change's sizes are held before the strategy may move again (30 s
-/// at the usual 5 s interval: long enough for its estimates to see the restored sizes).
-pub const REVERT_HOLD: u32 = 6;
-
 /// The controller a spec names, over its bounds, with the spec's guards (`guarded`).
 /// The twin strategy is decided in Python (`tierlab.experiments.control.twin`, which
 /// simulates the twin): its caller builds it and hands it to `guarded` itself.
@@ -57,8 +48,8 @@ pub fn build(spec: &Spec) -> Box<dyn Controller> {
 }
 
 /// A strategy's controller with the spec's guards, for every strategy alike: its steps
-/// limited to `max_step` (`Limited`), then any change after which the errors rise
-/// reverted (`Reverting`).
+/// limited to `max_step` (`Limited`), a change held `dwell` intervals (`Dwelling`),
+/// then any change after which the errors rise reverted (`Reverting`, by `revert`).
 pub fn guarded(spec: &Spec, strategy: Box<dyn Controller>) -> Box<dyn Controller> {
     let limited: Box<dyn Controller> = match spec.max_step {
         Some(step) => Box::new(Limited {
@@ -67,14 +58,60 @@ pub fn guarded(spec: &Spec, strategy: Box<dyn Controller>) -> Box<dyn Controller
         }),
         None => strategy,
     };
+    let dwelling: Box<dyn Controller> = match spec.dwell {
+        0 => limited,
+        dwell => Box::new(Dwelling {
+            inner: limited,
+            bounds: spec.bounds.clone(),
+            dwell,
+            left: 0,
+        }),
+    };
     // Outermost: it judges the change actually made (after max_step), and undoing it
     // moves each pool back by no more than that change did.
     Box::new(Reverting::new(
-        limited,
+        dwelling,
         spec.bounds.clone(),
-        REVERT_MARGIN,
-        REVERT_HOLD,
+        spec.revert.margin,
+        spec.revert.hold,
     ))
+}
+
+/// A minimum dwell: after a decision that changed a size, the sizes in force stand for
+/// the next `dwell` decisions whatever the strategy says (it is still fed each
+/// observation: its estimates stay current), the reason saying so. A safety against a
+/// strategy that flips between sizes faster than their effect can be seen.
+pub struct Dwelling {
+    inner: Box<dyn Controller>,
+    bounds: Bounds,
+    dwell: u32,
+    /// Decisions still to stand after the last change.
+    left: u32,
+}
+
+impl Controller for Dwelling {
+    fn decide(&mut self, o: &Observation) -> Decision {
+        let d = self.inner.decide(o);
+        let in_force = o.sizes(&self.bounds);
+        if self.left > 0 {
+            self.left -= 1;
+            let reason = format!(
+                "{} stands after a change (dwell {}: {} more intervals); {}",
+                sizes_text(&in_force),
+                self.dwell,
+                self.left,
+                d.reason
+            );
+            return Decision {
+                sizes: in_force,
+                reason,
+            };
+        }
+        if d.sizes != in_force {
+            self.left = self.dwell;
+        }
+        d
+    }
 }
 
 /// Reverts a change after which the errors rose: after a decision that changed a size,
@@ -371,7 +408,7 @@ mod tests {
         };
         assert_eq!(threads(&c.decide(&o(40, 15_000.0, 0.0))), 40);
         assert_eq!(threads(&c.decide(&o(40, 1_500.0, 0.0))), 37);
-        // At 37, 75 of 1,500 fail (5%): 40 again, and held for REVERT_HOLD intervals
+        // At 37, 75 of 1,500 fail (5%): 40 again, and held for the default hold's intervals
         // while the gradient's limit goes on falling (0.9 × 37.52 + 0.8 = 34.57, …).
         let d = c.decide(&o(37, 1_500.0, 75.0));
         assert_eq!(threads(&d), 40);
@@ -379,19 +416,84 @@ mod tests {
             d.reason,
             "errors 0.0% → 5.0% after threads 40 → 37: reverted to 40"
         );
-        for k in 0..REVERT_HOLD {
+        let hold = Revert::default().hold;
+        for k in 0..hold {
             let d = c.decide(&o(40, 1_500.0, 0.0));
             assert_eq!(threads(&d), 40);
             assert!(
                 d.reason.starts_with(&format!(
                     "threads 40 held after a revert ({} more intervals); gradient 0.500",
-                    REVERT_HOLD - 1 - k
+                    hold - 1 - k
                 )),
                 "{}",
                 d.reason
             );
         }
         assert!(threads(&c.decide(&o(40, 1_500.0, 0.0))) < 37);
+    }
+
+    #[test]
+    fn the_revert_margin_and_hold_are_the_spec_s() {
+        // 2 of 1,000 failed at 16 threads, 13 at 8 (0.2% → 1.3%): over the default
+        // margin, under a margin of 2 points; a hold of 1 interval, then the strategy.
+        let spec = |revert: &str| -> Spec {
+            serde_json::from_str(&format!(
+                r#"{{"interval": 5.0, "bounds": {{"threads": [1, 64]}}, "strategy": {{"strategy": "static"}}{revert}}}"#
+            ))
+            .expect("a spec")
+        };
+        assert_eq!(
+            spec("").revert,
+            Revert {
+                margin: 0.01,
+                hold: 6
+            }
+        );
+        let run = |s: &Spec| {
+            let mut c = guarded(s, Box::new(Script(vec![8; 4].into_iter())));
+            c.decide(&finished(16, 998.0, 2.0));
+            (1..4)
+                .map(|_| threads(&c.decide(&finished(8, 987.0, 13.0))))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(run(&spec("")), [16, 16, 16]);
+        assert_eq!(run(&spec(r#", "revert": {"margin": 0.02}"#)), [8, 8, 8]);
+        // Reverted, held one interval, then the script's 8 again (its 4th answer).
+        assert_eq!(run(&spec(r#", "revert": {"hold": 1}"#)), [16, 16, 8]);
+        for (bad, field) in [("-0.1", "revert.margin"), ("1.5", "revert.margin")] {
+            let s = spec(&format!(r#", "revert": {{"margin": {bad}}}"#));
+            assert_eq!(s.problem().map(|p| p.0), Some(field.into()));
+        }
+    }
+
+    #[test]
+    fn a_change_stands_for_the_dwell_whatever_the_strategy_says() {
+        let spec: Spec = serde_json::from_str(
+            r#"{"interval": 5.0, "bounds": {"threads": [1, 64]}, "dwell": 2,
+                "strategy": {"strategy": "static"}}"#,
+        )
+        .expect("a spec");
+        // The script flips 8, 16, 8, 16, 4: the change to 8 stands two intervals (its
+        // 16 and 8 unheeded), then 16 is taken, and stands two more (8, 16 unheeded).
+        let script = vec![8, 16, 8, 16, 8, 16, 4];
+        let mut c = guarded(&spec, Box::new(Script(script.into_iter())));
+        let mut size = 16;
+        let mut seen = Vec::new();
+        for _ in 0..7 {
+            let d = c.decide(&finished(size, 1000.0, 0.0));
+            size = threads(&d);
+            seen.push(size);
+        }
+        assert_eq!(seen, [8, 8, 8, 16, 16, 16, 4]);
+        let d = {
+            let mut c = guarded(&spec, Box::new(Script(vec![8, 16].into_iter())));
+            c.decide(&finished(16, 1000.0, 0.0));
+            c.decide(&finished(8, 1000.0, 0.0))
+        };
+        assert_eq!(
+            d.reason,
+            "threads 8 stands after a change (dwell 2: 1 more intervals); script: 16"
+        );
     }
 
     #[test]

@@ -41,6 +41,49 @@ pub struct Spec {
     /// interval); none: as far as the strategy says.
     #[serde(default)]
     pub max_step: Option<u32>,
+    /// When a change after which the errors rise is reverted (`crate::Reverting`).
+    #[serde(default)]
+    pub revert: Revert,
+    /// Intervals a change stands before the next may be made (a minimum dwell,
+    /// `crate::Dwelling`); 0: none.
+    #[serde(default)]
+    pub dwell: u32,
+}
+
+/// The revert guard's settings (the model's `control.revert`; `tierlab control
+/// --revert-margin`, `--revert-hold`).
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Revert {
+    /// How far the error share may rise after a change before it is reverted (0.01: one
+    /// percentage point, 0.2% → 1.1% stands, 0.2% → 1.3% is reverted): a share that
+    /// moves by less is the load's noise, not the change's doing.
+    #[serde(default = "Revert::default_margin")]
+    pub margin: f64,
+    /// Intervals a reverted change's sizes are held before the strategy may move again
+    /// (6: 30 s at the usual 5 s interval, long enough for its estimates to see the
+    /// restored sizes); 0: the strategy may move again at once.
+    #[serde(default = "Revert::default_hold")]
+    pub hold: u32,
+}
+
+impl Revert {
+    fn default_margin() -> f64 {
+        0.01
+    }
+
+    fn default_hold() -> u32 {
+        6
+    }
+}
+
+impl Default for Revert {
+    fn default() -> Self {
+        Revert {
+            margin: Revert::default_margin(),
+            hold: Revert::default_hold(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
@@ -114,6 +157,15 @@ impl Spec {
         }
         if self.max_step == Some(0) {
             return Some(("max_step".into(), "must be ≥ 1 (or none)".into()));
+        }
+        if !(self.revert.margin.is_finite() && (0.0..=1.0).contains(&self.revert.margin)) {
+            return Some((
+                "revert.margin".into(),
+                format!(
+                    "{}: must be a share of the requests in [0, 1] (0.01: one percentage point)",
+                    self.revert.margin
+                ),
+            ));
         }
         if let Strategy::Gradient(p) = &self.strategy {
             if !self.bounds.contains_key(&PoolKind::Threads) {
@@ -192,6 +244,8 @@ mod tests {
             bounds: bounds.iter().map(|k| (*k, [2, 64])).collect(),
             strategy: Strategy::Twin(p),
             max_step: None,
+            revert: Revert::default(),
+            dwell: 0,
         }
     }
 

@@ -89,6 +89,8 @@ impl Spec {
             bounds: self.bounds.clone(),
             strategy: self.strategy.clone(),
             max_step: self.max_step,
+            revert: self.revert,
+            dwell: self.dwell,
         }
     }
 }

@@ -36,6 +36,10 @@ pub struct Control {
     pub strategy: control::Strategy,
     #[serde(default)]
     pub max_step: Option<u32>,
+    #[serde(default)]
+    pub revert: control::Revert,
+    #[serde(default)]
+    pub dwell: u32,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -219,6 +219,8 @@ def _control(m: Model, c: Control, bad: _Problems) -> dict | None:
         "bounds": {k: list(v) for k, v in c.bounds.items()},
         "strategy": c.engine_strategy(),
         "max_step": c.max_step,
+        "revert": c.revert.model_dump(),
+        "dwell": c.dwell,
     }
 
 

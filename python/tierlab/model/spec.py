@@ -582,6 +582,17 @@ class Twin(Strict):
     smoothing: Annotated[float, Field(gt=0, le=1, description="the share of each interval's measured ÷ predicted hold time taken"), NUMBER] = 0.5
 
 
+Dwell = Annotated[int, Field(ge=0, le=1_000_000, description="intervals a change stands before the next may be made (a minimum dwell); 0: none"), NUMBER]
+
+
+class Revert(Strict):
+    """The revert guard (docs/control.md): a change after which the error share rises by
+    more than `margin` is undone and its sizes before held `hold` intervals."""
+
+    margin: Annotated[float, Field(ge=0, le=1, description="the rise of the error share after a change that reverts it (0.01: one point)"), NUMBER] = 0.01
+    hold: Annotated[int, Field(ge=0, le=1_000_000, description="intervals a reverted change's sizes are held before the strategy may move again"), NUMBER] = 6
+
+
 class Control(Strict):
     """An online controller re-sizing one tier's pools every interval (docs/control.md)."""
 
@@ -596,6 +607,8 @@ class Control(Strict):
     gradient: Gradient = Field(Gradient(), description="the gradient strategy's parameters")
     twin: Twin = Field(Twin(), description="the twin strategy's parameters")
     max_step: PosU32 | None = Field(None, description="the most one decision may move a pool's size (a rate limit on changes); none: no limit")
+    revert: Revert = Field(Revert(), description="when a change after which the errors rise is reverted, and for how long")
+    dwell: Dwell = 0
 
     def engine_strategy(self) -> dict:
         """The strategy as crates/control's `Strategy` reads it: its name and parameters

@@ -5,6 +5,6 @@ endpoints and logged in the trace's format; the twin strategy's, decided in Pyth
 (`TwinController`), put through the same controller's guards."""
 
 from ...run.twin import Bounds, TwinController
-from .live import LiveObserver, control_loop, parse_bounds, read_log
+from .live import LiveObserver, control_loop, guard_options, parse_bounds, read_log
 
-__all__ = ["Bounds", "LiveObserver", "TwinController", "control_loop", "parse_bounds", "read_log"]
+__all__ = ["Bounds", "LiveObserver", "TwinController", "control_loop", "guard_options", "parse_bounds", "read_log"]

@@ -24,18 +24,19 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from ... import _core
 from ...errors import InputError
 from ...live.admin import Admin
 from ...model import load_model
-from ...model.spec import Twin
+from ...model.spec import Dwell, Revert, Twin
 from ...run.twin import Bounds, TwinController
 from ...trace.schema import ControlDecision, ControlSummary
 
 _DECISION = TypeAdapter(ControlDecision)
 _SUMMARY = TypeAdapter(ControlSummary)
+_DWELL: TypeAdapter[int] = TypeAdapter(Dwell)
 
 
 def parse_bounds(text: str) -> Bounds:
@@ -53,6 +54,17 @@ def parse_bounds(text: str) -> Bounds:
     if not out:
         raise InputError("--bounds: give at least one pool, e.g. threads=2..64")
     return out
+
+
+def guard_options(margin: float, hold: int, dwell: int) -> tuple[Revert, int]:
+    """`--revert-margin`, `--revert-hold` and `--dwell` checked as the model's
+    `control.revert` and `control.dwell` are; an InputError naming the option otherwise."""
+    try:
+        return Revert(margin=margin, hold=hold), _DWELL.validate_python(dwell)
+    except ValidationError as e:
+        first = e.errors()[0]
+        option = {"margin": "--revert-margin", "hold": "--revert-hold"}.get(str(first["loc"][-1]) if first["loc"] else "", "--dwell")
+        raise InputError(f"{option}: {first['msg']} (got {first['input']!r})") from None
 
 
 @dataclass
@@ -226,16 +238,21 @@ def control_loop(
     max_step: int | None = None,
     metrics_port: int | None = None,
     twin: Twin | None = None,
+    revert: Revert | None = None,
+    dwell: int = 0,
 ) -> dict[str, int]:
     """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
     `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
     every decision appended to `log` (and with `metrics_port`, on
     http://127.0.0.1:PORT/metrics). Returns the
     sizes in force at the end (Ctrl-C leaves them so, and `say`s which). The twin
-    strategy takes its parameters and its model (`twin.model`, a file) from `twin`."""
+    strategy takes its parameters and its model (`twin.model`, a file) from `twin`; the
+    guards their settings from `revert` (none: its defaults) and `dwell` (the model's
+    `control:` fields)."""
     # The tier as the server names itself (the middleware's `Tier.name`).
     tier = admins[0].metrics()["tier"]
     spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy, twin), "max_step": max_step}
+    spec |= {"revert": (revert or Revert()).model_dump(), "dwell": dwell}
     try:
         controller = _core.Controller(json.dumps(spec), _twin(twin, bounds, tier) if strategy == "twin" else None)
     except ValueError as e:
