@@ -89,12 +89,12 @@ SPREAD = 0.05
 # requests/s: a backlog of 1% is 120 requests, what the unfinished at a run's end differ by).
 APART = 0.01
 # The mechanism of a twin miss, where the decisions show it (decisions.csv: the reasons'
-# `demand tier ×…`): kept by the ledger only on a miss.
-MISCALIBRATED = (
-    "near saturation the twin's re-calibration misreads the interval: its prediction is 10 s of Poisson requests from an empty system, "
-    "the measured interval has session-correlated arrivals and a backlog, so the measured thread hold exceeds the predicted and is "
-    "taken for demand (the tier's scale swings between intervals although the twin is the model itself, true scale 1); the predictions "
-    "swing with it and the sizes flip between few and many threads (notes.md)"
+# figures): kept by the ledger only on a miss.
+UNSETTLED = (
+    "the twin moves late and in steps: after the load step it holds the model's (20, 15) while its prediction there keeps under the "
+    "SLO, until the backlog has built up (~100 s: the request rate climbs over a session's life, and the twin is warm-started from the "
+    "backlog it sees), then moves twice; after the mix shift it walks towards the hindsight best (8, 4) in confirmed steps of a few "
+    "threads or connections over 250 s, its demand scales wandering by up to 30% from the true 1 (decisions.csv); notes.md"
 )
 
 
@@ -310,14 +310,13 @@ def _claims(t: pd.DataFrame, best: pd.DataFrame) -> Ledger:
         f"≤ {SLO:g} s",
         {k: r.p99 for k, r in phase(twin).items()},
         each(Criterion(f"p99 at most {SLO:g} s", lambda ours, paper: ours <= SLO)),
-        MISCALIBRATED,
     )
     ledger.check(
         f"twin: settles within {SETTLE_TARGET:g} s of every change (the rule in the docstring)",
         f"≤ {SETTLE_TARGET:g} s",
         {k: r.settle_s for k, r in phase(twin).items() if r.phase > 0},
         each(below(SETTLE_TARGET + 1e-9, " s")),
-        MISCALIBRATED,
+        UNSETTLED,
     )
     mix = {s: float(g[(g.scenario == "mix_shift")].vs_best_static.mean()) for s, g in by.items()}
     ledger.check(
