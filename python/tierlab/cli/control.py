@@ -89,4 +89,5 @@ def control_cmd(
         twin=twin,
         revert=revert,
         dwell=dwell,
+        pids=bed.server_pids(),
     )

@@ -49,6 +49,20 @@ def probe_ms() -> float:
     return (time.thread_time() - start) * 1e3
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) the process `pid` and its children have used so far,
+    as the monitor counts a role's; None if it does not run."""
+    procs = Monitor._tree(pid)
+    total = 0.0
+    for p in procs:
+        try:
+            cpu = p.cpu_times()
+        except psutil.Error:
+            continue  # ended between the listing and the read
+        total += cpu.user + cpu.system
+    return total if procs else None
+
+
 class Monitor:
     """`roles`: tier name, or (tier, server index) for a cluster's servers → pid (its
     children are counted with it: PostgreSQL runs a process per connection). Use as a

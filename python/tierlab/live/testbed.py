@@ -60,10 +60,14 @@ class Testbed:
         finally:
             down(workdir)
 
+    def server_pids(self) -> list[int]:
+        """The app tier's servers' processes, in the order of `admins`."""
+        return [m["pid"] for m in self.state.servers] or [self.state.pid]
+
     def _pids(self, app: str, db: str) -> dict[Role, int]:
         """The monitored processes: each server of the app tier (a cluster's as (tier,
         index)) and the database's."""
-        pids: dict[Role, int] = {(app, k): m["pid"] for k, m in enumerate(self.state.servers)} or {app: self.state.pid}
+        pids: dict[Role, int] = {(app, k): pid for k, pid in enumerate(self.server_pids())} if self.state.servers else {app: self.state.pid}
         if self.state.kind == "postgres":
             pidfile = postmaster_pidfile(Path(self.state.workdir))
             if pidfile.exists():

@@ -21,7 +21,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
+import psutil
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import TypeAdapter, ValidationError
@@ -29,6 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 from ... import _core
 from ...errors import InputError
 from ...live.admin import Admin
+from ...live.monitor import cpu_seconds
 from ...model import load_model
 from ...model.spec import Dwell, Revert, Twin
 from ...run.twin import Bounds, TwinController
@@ -37,6 +40,7 @@ from ...trace.schema import ControlDecision, ControlSummary
 _DECISION = TypeAdapter(ControlDecision)
 _SUMMARY = TypeAdapter(ControlSummary)
 _DWELL: TypeAdapter[int] = TypeAdapter(Dwell)
+CORES = psutil.cpu_count() or 1  # the machine's, as the monitor divides by
 
 
 def parse_bounds(text: str) -> Bounds:
@@ -78,14 +82,34 @@ class _Ends:
     buckets: dict[float, float]  # le → cumulative count of the ok requests, every type
 
 
+def cpu_share(before: list[float | None], after: list[float | None], seconds: float, cores: int) -> float | None:
+    """The tier's CPU over an interval of `seconds` from each server's process CPU
+    seconds at its ends (`monitor.cpu_seconds`): per server the cores busy over the
+    machine's `cores` — the monitor's `cpu utilization` series, a simulated CPU
+    station's utilization — and their mean, as the pools'; None if a server's process
+    was not read at either end or the interval took no time."""
+    if not before or len(before) != len(after) or seconds <= 0 or None in before or None in after:
+        return None
+    used = [b - a for a, b in zip(cast(list[float], before), cast(list[float], after))]
+    return sum(used) / len(used) / seconds / cores
+
+
 @dataclass
 class LiveObserver:
     """One interval's observation of the servers behind `admins` (their mean where a
-    controller sizes each alike: the pools; their sum where the tier's: the rates)."""
+    controller sizes each alike: the pools, the CPU; their sum where the tier's: the
+    rates). With `pids` (the servers' processes, in the order of `admins`), the CPU
+    they used; without, `cpu` is null."""
 
     admins: list[Admin]
     sample: float = 0.25
+    pids: list[int] | None = None
     _last: list[_Ends] = field(default_factory=list)
+    _cpu: tuple[float, list[float | None]] = (0.0, [])
+
+    def _cpu_seconds(self) -> tuple[float, list[float | None]]:
+        """The servers' CPU seconds so far, and when they were read."""
+        return time.monotonic(), [cpu_seconds(p) for p in self.pids] if self.pids else []
 
     def _exposition(self, admin: Admin) -> _Ends:
         req = urllib.request.Request(admin.base + "/metrics", headers={"Authorization": f"Bearer {admin.token}", "Accept": "text/plain"})
@@ -109,6 +133,7 @@ class LiveObserver:
 
     def start(self) -> None:
         self._last = [self._exposition(a) for a in self.admins]
+        self._cpu = self._cpu_seconds()
 
     def observe(self, interval: float, stop: Callable[[], bool] = lambda: False) -> dict:
         """Sample for `interval` seconds; the interval's observation (JSON-ready)."""
@@ -120,6 +145,7 @@ class LiveObserver:
                 levels[k].append(a.metrics()["pools"])
             time.sleep(max(0.0, min(self.sample, end - time.monotonic())))
         seconds = time.monotonic() - start
+        (t0, cpu), self._cpu = self._cpu, self._cpu_seconds()
         now = [self._exposition(a) for a in self.admins]
         n = len(self.admins)
         pools: dict[str, dict] = {}
@@ -160,7 +186,9 @@ class LiveObserver:
             "errors": (finished - ok) / seconds,
             "response_time": _latency(ok, ok_sum, buckets),
             "pools": pools,
-            "cpu": None,
+            # Over the time between the two readings: it differs from `seconds` by the
+            # expositions' reads.
+            "cpu": cpu_share(cpu, self._cpu[1], self._cpu[0] - t0, CORES),
         }
 
 
@@ -240,6 +268,7 @@ def control_loop(
     twin: Twin | None = None,
     revert: Revert | None = None,
     dwell: int = 0,
+    pids: list[int] | None = None,
 ) -> dict[str, int]:
     """Observe, decide and (unless `dry_run`) re-size every `interval` seconds, for
     `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
@@ -248,7 +277,8 @@ def control_loop(
     sizes in force at the end (Ctrl-C leaves them so, and `say`s which). The twin
     strategy takes its parameters and its model (`twin.model`, a file) from `twin`; the
     guards their settings from `revert` (none: its defaults) and `dwell` (the model's
-    `control:` fields)."""
+    `control:` fields). With `pids` (the servers' processes, in the order of `admins`)
+    each observation carries the tier's CPU."""
     # The tier as the server names itself (the middleware's `Tier.name`).
     tier = admins[0].metrics()["tier"]
     spec = {"interval": interval, "bounds": {k: list(v) for k, v in bounds.items()}, "strategy": _strategy(strategy, twin), "max_step": max_step}
@@ -257,7 +287,7 @@ def control_loop(
         controller = _core.Controller(json.dumps(spec), _twin(twin, bounds, tier) if strategy == "twin" else None)
     except ValueError as e:
         raise InputError(str(e)) from None
-    observer = LiveObserver(admins, sample)
+    observer = LiveObserver(admins, sample, pids)
     log.parent.mkdir(parents=True, exist_ok=True)
     origin = time.monotonic()
     with log.open("x") as out, _serving(metrics_port) as exported:
