@@ -1,6 +1,6 @@
 """A live run loses nothing: a server killed mid-run still leaves the client's trace,
 its failures counted and what is missing named with the reason (and `live run` exits
-with its own status); Ctrl-C leaves the partial trace and exits with 130."""
+with its own status); Ctrl-C or SIGTERM leaves the partial trace and exits with 130."""
 
 from __future__ import annotations
 
@@ -108,11 +108,12 @@ def test_live_run_with_the_server_killed_writes_the_trace_and_exits_incomplete(b
     assert summary["requests"]["error"] > 0 and summary["requests"]["ok"] > 0
 
 
-def test_ctrl_c_of_live_run_writes_the_partial_trace_and_exits_130(bed, tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_of_live_run_writes_the_partial_trace_and_exits_130(bed, tmp_path, stop):
     out = tmp_path / "trace"
     proc = _live_run(bed, out, 60)
     _wait_serving(bed)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     trace = tierlab.read_trace(out)

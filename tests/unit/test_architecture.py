@@ -13,7 +13,7 @@ from conftest import ROOT
 
 PACKAGE = ROOT / "python" / "tierlab"
 # Bottom first. `errors`, the lazy-export helper and the compiled `_core` are below everything.
-LAYERS = ["_core", "_lazy", "errors", "model", "trace", "run", "live", "analysis", "experiments", "report", "cli"]
+LAYERS = ["_core", "_lazy", "_signals", "errors", "model", "trace", "run", "live", "analysis", "experiments", "report", "cli"]
 
 
 def _module(path: Path) -> str:

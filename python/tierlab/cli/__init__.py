@@ -10,6 +10,7 @@ from importlib import import_module
 
 import click
 
+from .._signals import stop_on_sigterm
 from ..errors import InputError, ModelError, ModelWarning, TraceError
 from .common import err
 
@@ -72,6 +73,7 @@ def main() -> None:
 
     warnings.showwarning = show_warning
     warnings.simplefilter("always", ModelWarning)
+    stop_on_sigterm()
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:

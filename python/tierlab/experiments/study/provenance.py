@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 
+from ..._signals import stop_on_sigterm
+
 # Options that choose where or how a study runs, never what it computes.
 _PLACEMENT = ("--out", "--scheduler")
 # The packages whose last bits a figure can depend on, recorded with every result.
@@ -49,7 +51,10 @@ def results() -> Path:
 
 
 def study_parser(doc: str | None, quick: bool = True) -> argparse.ArgumentParser:
-    """The options every study has: `--quick` (where the study has a quick size) and `--out`."""
+    """The options every study has: `--quick` (where the study has a quick size) and `--out`.
+    Every study builds its parser here, so here too SIGTERM is made to stop it as Ctrl-C
+    does: a live study's testbed is torn down instead of left serving."""
+    stop_on_sigterm()
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     if quick:
         ap.add_argument("--quick", action="store_true", help="the smaller study that CI re-runs")
