@@ -64,6 +64,7 @@ def control_cmd(
 
     from ..errors import InputError
     from ..experiments.control import control_loop, guard_options, parse_bounds
+    from ..live.decisions import register_control_log
     from ..live.testbed import Testbed
     from ..model.spec import Twin
 
@@ -75,6 +76,8 @@ def control_cmd(
     bed = Testbed(workdir)
     log = Path(log_path) if log_path else Path(workdir) / f"control-{time.strftime('%Y%m%dT%H%M%S')}.jsonl"
     err.print(f"control: {strategy} every {interval:g} s on {len(bed.admins)} server(s), bounds {bounds}{' (dry run)' if dry_run else ''}; log {log}")
+    # A `tierlab live run` on this testbed puts the decisions made during it in its trace.
+    register_control_log(workdir, log)
     control_loop(
         bed.admins,
         strategy,

@@ -24,7 +24,7 @@ from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
 from . import cpu_budget, statements
 from .admin import Admin, ProxyAdmin, ServerGone
-from .decisions import dispatch_over_run, read_decisions
+from .decisions import control_during, dispatch_over_run, read_decisions
 from .lifecycle import down, free_ports, postmaster_pidfile, status, up
 from .loadgen import generate_load
 from .mapping import Mapping
@@ -147,6 +147,9 @@ class Testbed:
             a.forget_sessions()
         marks = [(Path(m["decisions"]).stat().st_size, p.summary()) for m, p in zip(self.state.proxies, self.proxies)]
         window = loaded.spec.run.window
+        # The sizes at the start: where a `tierlab control` beside the run decides, its
+        # series starts from them (control_during).
+        initial = {kind: p["size"] for kind, p in self.admins[0].metrics()["pools"].items()}
         origin = time.monotonic()
         for admin in self.admins:
             admin.observe(origin, window)
@@ -182,7 +185,15 @@ class Testbed:
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
         budgets = [cpu_budget.series(self.state.cpu, {"app": app, "db": db})] if self.state.cpu else []  # the tiers' sizes, for the twin
-        parts = [trace.timeseries, monitored, *budgets, *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None)]
+        control, control_series, unmerged = control_during(self.state.workdir, origin, period, app, initial)
+        missing |= unmerged
+        parts = [
+            trace.timeseries,
+            monitored,
+            *budgets,
+            *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None),
+            *control_series,
+        ]
         trace.timeseries = pd.concat(parts, ignore_index=True)
         for c in ("tier", "resource", "metric"):
             trace.timeseries[c] = trace.timeseries[c].astype("category")
@@ -203,6 +214,8 @@ class Testbed:
             tiers[app]["dispatch"] = dispatch_over_run([m[1] for m in marks], ends, decisions, measured)
         s["tiers"] = tiers
         s["missing"] = dict(sorted(missing.items()))
+        if control is not None:
+            s["control"] = control
         if trace.requests is not None:
             records = [sv[0].assign(server=k) for k, sv in enumerate(servers) if sv is not None]
             if records:

@@ -31,6 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 from ... import _core
 from ...errors import InputError
 from ...live.admin import Admin
+from ...live.decisions import read_control_log
 from ...live.monitor import cpu_seconds
 from ...model import load_model
 from ...model.spec import Dwell, Revert, Twin
@@ -38,7 +39,6 @@ from ...run.twin import Bounds, TwinController
 from ...trace.schema import ControlDecision, ControlSummary
 
 _DECISION = TypeAdapter(ControlDecision)
-_SUMMARY = TypeAdapter(ControlSummary)
 _DWELL: TypeAdapter[int] = TypeAdapter(Dwell)
 CORES = psutil.cpu_count() or 1  # the machine's, as the monitor divides by
 
@@ -246,11 +246,7 @@ def _serving(port: int | None) -> Iterator[ControlMetrics | None]:
 def read_log(path: str | Path) -> ControlSummary:
     """A control log (its first line the controller, then one decision a line) as the
     trace's `summary.control`."""
-    lines = Path(path).read_text().splitlines()
-    if not lines:
-        raise InputError(f"{path}: an empty control log")
-    head = json.loads(lines[0])
-    return _SUMMARY.validate_python(head | {"decisions": [json.loads(line) for line in lines[1:]]})
+    return read_control_log(path)[0]
 
 
 def control_loop(
@@ -291,7 +287,9 @@ def control_loop(
     log.parent.mkdir(parents=True, exist_ok=True)
     origin = time.monotonic()
     with log.open("x") as out, _serving(metrics_port) as exported:
-        out.write(json.dumps({"strategy": strategy, "tier": tier, "interval": interval}) + "\n")
+        # `clock`: the monotonic clock the decisions' `t` count from, the machine's, so a
+        # live run beside it can place them in its own trace (live.decisions.control_during).
+        out.write(json.dumps({"strategy": strategy, "tier": tier, "interval": interval, "clock": origin}) + "\n")
         observer.start()
         try:
             while duration is None or time.monotonic() - origin < duration - 1e-9:
