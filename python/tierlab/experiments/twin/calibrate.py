@@ -39,6 +39,7 @@ from .per_request import GROWTH_MIN, T_MIN, line
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
+BUSY_WINDOWS = 10  # such windows needed to read the process's CPU ceiling from them
 MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand-off CPU
 MATCH_SEEDS = 3  # runs per trace and round
 # The growth's fit: rounds of simulating the twin at the traces' loads, each solving the
@@ -515,9 +516,9 @@ def effective_cores(m: Measured, budget: float | None = None) -> dict[str, float
     (`cpu_budget.station`), not the ceiling's, and its speed what the process got of them."""
     w = m.windows
     busy = w[w["concurrency"] >= BUSY]
-    if len(busy) < 10:
+    if len(busy) < BUSY_WINDOWS:
         raise InputError(
-            f"the traces have {len(busy)} windows with {BUSY:g}+ requests in service (10 needed): the process's CPU ceiling cannot be seen; calibrate from a run with more load "
+            f"the traces have {len(busy)} windows with {BUSY:g}+ requests in service ({BUSY_WINDOWS} needed): the process's CPU ceiling cannot be seen; calibrate from a run with more load "
             "(README, 'A run busy enough to calibrate': `tierlab live run examples/twin_calibration.yaml --out DIR`)"
         )
     ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
