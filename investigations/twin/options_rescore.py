@@ -27,11 +27,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from tierlab import load_model
 from tierlab.errors import ModelWarning
 from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
 from tierlab.experiments.twin import calibrate
-from tierlab.experiments.twin.setup import CALIBRATED, model_file
+from tierlab.experiments.twin.setup import CALIBRATED, study_model
 from tierlab.experiments.twin.verify import repeated, verify
 from tierlab.live.mapping import load_mapping
 
@@ -50,18 +49,8 @@ def rescored(folder, options: dict) -> tuple[pd.DataFrame, dict]:
     """The study folder's verification steps with the twin's side from a twin calibrated
     with `options`, and the calibration's report."""
     first = json.loads((folder / "calibration" / "run1" / "summary.json").read_text())
-    model = load_model(model_file()).with_changes(
-        {
-            "workload.think": {"exponential": 0.5},
-            "run.duration": first["warmup"] + first["measured_seconds"],
-            "run.warmup": first["warmup"],
-            "tiers.app.pools.threads.timeout": 1.0,
-            "tiers.app.pools.db.timeout": 1.0,
-            "tiers.app.pools.db.caching": "transaction",
-            "tiers.app.pools.threads.size": CALIBRATED[0],
-            "tiers.app.pools.db.size": CALIBRATED[1],
-        }
-    )
+    at = {"tiers.app.pools.threads.size": CALIBRATED[0], "tiers.app.pools.db.size": CALIBRATED[1]}
+    model = study_model(first["warmup"], first["measured_seconds"]).with_changes(at)
     cal = calibrate(sorted((folder / "calibration").glob("run*")), model, handoff=True, **options)
     twin = cal.loaded()
     recorded = pd.read_csv(folder / "verify.csv")

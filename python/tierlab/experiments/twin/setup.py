@@ -75,14 +75,18 @@ def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, Load
     mapping = out / "http.yaml"
     out.mkdir(parents=True, exist_ok=True)
     mapping.write_text(yaml.safe_dump(load_yaml(mapping_file().read_text()) | {"timeout": CLIENT_TIMEOUT}, sort_keys=False))
-    model = load_model(model_file()).with_changes(
+    return mapping, LiveRunner(bed, load_mapping(mapping)), study_model(s["warmup"], s["duration"])
+
+
+def study_model(warmup: float, duration: float) -> LoadedModel:
+    """The model every live run of the study uses, its runs `warmup` + `duration` seconds."""
+    return load_model(model_file()).with_changes(
         {
             "workload.think": {"exponential": 0.5},
-            "run.duration": s["warmup"] + s["duration"],
-            "run.warmup": s["warmup"],
+            "run.duration": warmup + duration,
+            "run.warmup": warmup,
             "tiers.app.pools.threads.timeout": 1.0,
             "tiers.app.pools.db.timeout": 1.0,
             "tiers.app.pools.db.caching": "transaction",
         }
     )
-    return mapping, LiveRunner(bed, load_mapping(mapping)), model
