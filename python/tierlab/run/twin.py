@@ -119,9 +119,11 @@ class Prediction:
 class TwinController:
     """The twin strategy over `bounds` of `tier`'s pools (threads, connections: one pool
     of each kind in the twin's tier). `decide(observation)` — the dict of a
-    `control::Observation` — returns (sizes by pool kind, reason)."""
+    `control::Observation` — returns (sizes by pool kind, reason). `cores`: how many
+    cores the observations' `cpu` is a share of (live: the machine's; simulated: the
+    controlled tier's CPU station's) — default the twin's own station's."""
 
-    def __init__(self, twin: LoadedModel, params: TwinParams, bounds: Bounds, tier: str | None = None):
+    def __init__(self, twin: LoadedModel, params: TwinParams, bounds: Bounds, tier: str | None = None, cores: int | None = None):
         # The twin's own control would run a controller inside each of its simulations.
         self.twin = twin.with_changes({"control": None}) if twin.spec.control is not None else twin
         tiers = self.twin.spec.tiers
@@ -139,6 +141,9 @@ class TwinController:
         # The tier's CPU as the observations' `cpu` reads it: its first CPU station.
         cpu = next((st for st in tiers[tier].stations.values() if st.kind == "cpu"), None)
         self._overhead = cast(Cpu, cpu).coefficients() if cpu is not None else []
+        # Measured ÷ predicted CPU work per request: the shares times the cores they are of.
+        own = cast(Cpu, cpu).cores if cpu is not None else 1
+        self._cores = (cores or own) / own
         self._behind = any(s.kind == "cpu" for t, v in tiers.items() if t != tier for s in v.stations.values())
         self._at = self._compiled()
 
@@ -153,7 +158,8 @@ class TwinController:
         tier = list(model.spec.tiers)[model.compiled.engine["control"]["tier"]]
         if tier not in twin.spec.tiers:
             raise InputError(f"control.twin.model: the twin {c.twin.model} has no tier {tier!r}, the one controlled")
-        return cls(twin, c.twin, {k: (lo, hi) for k, (lo, hi) in c.bounds.items()}, tier)
+        cpu = next((st for st in model.spec.tiers[tier].stations.values() if st.kind == "cpu"), None)
+        return cls(twin, c.twin, {k: (lo, hi) for k, (lo, hi) in c.bounds.items()}, tier, cast(Cpu, cpu).cores if cpu is not None else None)
 
     def decide(self, o: dict) -> tuple[dict[str, int], str]:
         """The sizes for the interval `o` describes, and why."""
@@ -269,7 +275,7 @@ class TwinController:
             # tier's demand whatever waits for it; a hold time near saturation is mostly
             # waiting — for the CPU among many threads, behind a backlog — which an
             # interval's twin, simulated for seconds, reproduces only in part.
-            ratios["tier"] = seen.cpu / twin.cpu
+            ratios["tier"] = seen.cpu / twin.cpu * self._cores
         for group, r in ratios.items():
             if math.isfinite(r) and r > 0:
                 self.scale[group] *= min(STEP, max(1 / STEP, r)) ** self.params.smoothing

@@ -328,9 +328,10 @@ def _strategy(name: str, twin: Twin | None) -> dict:
 
 
 def _twin(twin: Twin | None, bounds: Bounds, tier: str) -> TwinController:
-    """The twin strategy over the twin model file `twin.model`, controlling `tier`."""
+    """The twin strategy over the twin model file `twin.model`, controlling `tier`; the
+    observations' CPU is a share of the machine's cores (`cpu_share`)."""
     assert twin is not None and twin.model is not None, "checked by _strategy"
-    return TwinController(load_model(twin.model), twin, bounds, tier)
+    return TwinController(load_model(twin.model), twin, bounds, tier, CORES)
 
 
 def _sizes(sizes: dict[str, int]) -> str:
