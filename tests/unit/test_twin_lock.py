@@ -6,12 +6,14 @@ hand-off recovered; the same model without the lock must not be."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from twin_models import known, traces
 
 import tierlab
 from tierlab.experiments.twin import calibrate
 from tierlab.experiments.twin.lock import SWITCH_INTERVAL, Lock, fitted
+from tierlab.live import cpu_budget
 
 LOADS = (3, 30)  # closed clients: the lock contended now and then, and always
 
@@ -69,6 +71,23 @@ def test_a_lock_is_not_looked_for_on_one_core(tmp_path):
     cal = calibrate(traces(m, tmp_path, LOADS), m, lock=True)
     assert cal.report()["interpreter_lock"]["present"] is False
     assert any("not looked for" in n for n in cal.notes)
+
+
+@pytest.mark.parametrize("budget,looked", [(0.5, False), (2.0, True)])
+def test_a_cpu_budget_below_two_cores_hides_a_lock(tmp_path, budget, looked):
+    """Traces of the lock-free two-core model recorded as run under a CPU budget
+    (`live up --cpu`): held to half a core a process stays below one whatever its threads
+    share, so the lock is not looked for; under two cores it is, and is absent."""
+    m = known(2, None)
+    folders = []
+    for n in LOADS:
+        trace = tierlab.simulate(m.with_changes({"workload.population.clients": n}))
+        trace.timeseries = pd.concat([trace.timeseries, cpu_budget.series({"app": budget}, {"app": "app"})], ignore_index=True)
+        folders.append(trace.write(tmp_path / f"at{n}"))
+    cal = calibrate(folders, m, lock=True)
+    found = cal.report()["interpreter_lock"]
+    assert found["cores"] == int(budget) and not found["present"]
+    assert any("not looked for" in n for n in cal.notes) is not looked
 
 
 def test_one_load_finds_the_lock_but_not_its_handoff(tmp_path):

@@ -322,7 +322,11 @@ def _locked(
     core — so the twin runs them on a station of their own beside the lock, the model's
     other cores (docs/twin.md)."""
     cores_of = cpu_cores(base)
-    seen = evidence(m, cores_of[m.tier] or 1, setting.connections)
+    # Room for a second core to show: the model's cores, or fewer under a CPU budget
+    # (held to half a core, a process stays below one whatever its threads share).
+    budget = cpu_budget.recorded(t for _, t in read).get(m.tier)
+    room = cores_of[m.tier] or 1
+    seen = evidence(m, room if budget is None else min(room, int(budget)), setting.connections)
     cal.notes.append(seen.note())
     cal.lock = {"present": seen.present, "cores": seen.cores, "windows": seen.windows, "ceiling": _finite({"x": seen.ceiling})["x"]}
     if not seen.present:

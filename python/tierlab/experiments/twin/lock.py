@@ -65,7 +65,10 @@ class Evidence:
 
     def note(self) -> str:
         if self.cores < 2:
-            return f"interpreter lock: not looked for — the model gives the tier {self.cores} core, where a lock and a core look alike"
+            return (
+                f"interpreter lock: not looked for — the model (or the tier's CPU budget) gives the tier {self.cores} whole core(s), "
+                "where a lock and a core look alike"
+            )
         if self.windows < MIN_WINDOWS:
             return f"interpreter lock: not seen — {self.windows} windows with 2+ requests computing ({MIN_WINDOWS} needed); calibrate from a busier run"
         verdict = "present" if self.present else "absent"
@@ -76,7 +79,8 @@ class Evidence:
 
 
 def evidence(m: Measured, cores: int, connections: str) -> Evidence:
-    """`Evidence` from the traces' windows; `cores` the tier's CPU station's in the model."""
+    """`Evidence` from the traces' windows; `cores` the tier's whole cores (its CPU
+    station's in the model, or its CPU budget's if fewer)."""
     w = m.windows
     busy = w[at_cpu(m, connections) >= 2.0 - 1e-9]
     return Evidence(cores, len(busy), float(np.quantile(busy["cpu"], 0.95)) if len(busy) else float("nan"))
