@@ -326,7 +326,7 @@ def _locked(
     # (held to half a core, a process stays below one whatever its threads share).
     budget = cpu_budget.recorded(t for _, t in read).get(m.tier)
     room = cores_of[m.tier] or 1
-    seen = evidence(m, room if budget is None else min(room, int(budget)), setting.connections)
+    seen = evidence(m, room if budget is None else min(room, int(budget)), setting.connections, BUSY_WINDOWS, CEILING_QUANTILE)
     cal.notes.append(seen.note())
     cal.lock = {"present": seen.present, "cores": seen.cores, "windows": seen.windows, "ceiling": _finite({"x": seen.ceiling})["x"]}
     if not seen.present:

@@ -22,7 +22,6 @@ import pandas as pd
 from .measured import Measured
 
 ONE_CORE = 1.5  # cores: below this, 2+ requests computing on 2+ cores share one lock (no lock: up to 2)
-MIN_WINDOWS = 10  # of 2+ requests computing, for the ceiling to be seen (effective_cores asks as many)
 SWITCH_INTERVAL = 0.005  # CPython's default sys.getswitchinterval(); the servers here leave it
 # Seconds: the fit's first try, small enough not to saturate a twin whose requests hand
 # the lock over 60 times each (the bookstore's Search: 101 connection requests).
@@ -52,16 +51,18 @@ def at_cpu(m: Measured, connections: str) -> pd.Series:
 @dataclass(frozen=True)
 class Evidence:
     """What the traces say of a lock: the model's cores for the tier (room for a second
-    one to show), the windows with 2+ requests computing, and the process's CPU there
-    (its 95th percentile, as `effective_cores` reads a ceiling; NaN without windows)."""
+    one to show), the windows with 2+ requests computing (`needed` of them at least),
+    and the process's CPU there (its ceiling, as `effective_cores` reads one; NaN
+    without windows)."""
 
     cores: int
     windows: int
+    needed: int
     ceiling: float
 
     @property
     def present(self) -> bool:
-        return self.cores >= 2 and self.windows >= MIN_WINDOWS and self.ceiling < ONE_CORE
+        return self.cores >= 2 and self.windows >= self.needed and self.ceiling < ONE_CORE
 
     def note(self) -> str:
         if self.cores < 2:
@@ -69,21 +70,22 @@ class Evidence:
                 f"interpreter lock: not looked for — the model (or the tier's CPU budget) gives the tier {self.cores} whole core(s), "
                 "where a lock and a core look alike"
             )
-        if self.windows < MIN_WINDOWS:
-            return f"interpreter lock: not seen — {self.windows} windows with 2+ requests computing ({MIN_WINDOWS} needed); calibrate from a busier run"
+        if self.windows < self.needed:
+            return f"interpreter lock: not seen — {self.windows} windows with 2+ requests computing ({self.needed} needed); calibrate from a busier run"
         verdict = "present" if self.present else "absent"
         return (
             f"interpreter lock: {verdict} — with 2+ requests computing ({self.windows} windows) the process used {self.ceiling:.2f} cores "
-            f"(95th percentile) of the {self.cores} the model gives it (below {ONE_CORE:g}: one lock)"
+            f"(its ceiling) of the {self.cores} the model gives it (below {ONE_CORE:g}: one lock)"
         )
 
 
-def evidence(m: Measured, cores: int, connections: str) -> Evidence:
+def evidence(m: Measured, cores: int, connections: str, needed: int, quantile: float) -> Evidence:
     """`Evidence` from the traces' windows; `cores` the tier's whole cores (its CPU
-    station's in the model, or its CPU budget's if fewer)."""
+    station's in the model, or its CPU budget's if fewer); `needed` and `quantile` as
+    `effective_cores` reads a ceiling (calibrate's BUSY_WINDOWS, CEILING_QUANTILE)."""
     w = m.windows
     busy = w[at_cpu(m, connections) >= 2.0 - 1e-9]
-    return Evidence(cores, len(busy), float(np.quantile(busy["cpu"], 0.95)) if len(busy) else float("nan"))
+    return Evidence(cores, len(busy), needed, float(np.quantile(busy["cpu"], quantile)) if len(busy) else float("nan"))
 
 
 @dataclass(frozen=True)
