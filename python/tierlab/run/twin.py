@@ -144,7 +144,12 @@ class TwinController:
         # Measured ÷ predicted CPU work per request: the shares times the cores they are of.
         own = cast(Cpu, cpu).cores if cpu is not None else 1
         self._cores = (cores or own) / own
-        self._behind = any(s.kind == "cpu" for t, v in tiers.items() if t != tier for s in v.stations.values())
+        # Work behind the connections: a request's program on another tier with a CPU. A
+        # database in the server's process (SQLite) has none: its connections' hold is
+        # the tier's own work, and another tier's station, never visited, is no group.
+        self._behind = any(
+            t != tier and any(st.kind == "cpu" for st in tiers[t].stations.values()) for r in self.twin.spec.requests.values() for t in r.programs()
+        )
         self._at = self._compiled()
 
     @classmethod
