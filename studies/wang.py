@@ -57,6 +57,7 @@ from tierlab.experiments.study.claims import (  # noqa: E402
     close,
     close_abs,
     decreasing,
+    decreasing_apart,
     each,
     equal,
     increasing,
@@ -64,6 +65,7 @@ from tierlab.experiments.study.claims import (  # noqa: E402
     within_decades,
 )
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result  # noqa: E402
+from tierlab.experiments.twin.truth import estimate  # noqa: E402
 from tierlab.run import Run, sweep  # noqa: E402
 from tierlab.trace import window_of  # noqa: E402
 
@@ -323,6 +325,8 @@ def main() -> None:
                 "mean": np.mean([g[t][0] for g in got]),
                 "sd": np.mean([g[t][1] for g in got]),
                 "cov": np.mean([g[t][2] for g in got]),
+                # the 95% half-width over the seeds (none for one seed: an order is then strict alone)
+                "cov_ci95": estimate([g[t][2] for g in got]).halfwidth if len(got) > 1 else 0.0,
                 "paper_mean": PAPER_RATE.get(t, (None,) * 3)[0],
                 "paper_cov": PAPER_RATE.get(t, (None,) * 3)[2],
             }
@@ -512,27 +516,28 @@ def _claims(
             THRESHOLD,
             FLAT_THRESHOLDS if i > 1 else no_surge,
         )
-    ledger.check(
+
+    def table1(claim: str, col: str, paper: dict, criterion: Criterion) -> None:
+        """A claim over Table 1's four I, its miss note naming each cause in the data: I = 1
+        without a threshold in the ramp (no_surge), and the bursty I only where they miss alone."""
+        ours = {int(i): (None if pd.isna(v) else float(v)) for i, v in th[col].items()}
+        bursty = {i: v for i, v in ours.items() if i > 1}
+        causes = [f"I = 1 has no threshold in the ramp: {no_surge}"] if ours[1] is None else []
+        if criterion.holds(bursty, {i: paper[i] for i in bursty}):
+            causes.append(f"from I = {min(bursty)} on, ours meet the criterion alone")
+        else:
+            causes.append(f"from I = {min(bursty)} on: {FLAT_THRESHOLDS}")
+        ledger.check(claim, paper, ours, criterion, "; ".join(causes))
+
+    cpu_at = {i: PAPER_THRESHOLD[i][1] for i in BURSTS}
+    table1(
         "The threshold workload decreases as burstiness grows (Table 1: 5000, 4800, 4400, 3800)",
+        "threshold",
         {i: PAPER_THRESHOLD[i][0] for i in BURSTS},
-        {int(i): (None if pd.isna(v) else float(v)) for i, v in th.threshold.items()},
         decreasing(),
-        FLAT_THRESHOLDS,
     )
-    ledger.check(
-        "The bottleneck CPU at the threshold decreases as burstiness grows (Table 1: 88.1%, 86.3%, 80.4%, 74.6%)",
-        {i: PAPER_THRESHOLD[i][1] for i in BURSTS},
-        {int(i): (None if pd.isna(v) else float(v)) for i, v in th.bottleneck_cpu.items()},
-        decreasing(),
-        FLAT_THRESHOLDS,
-    )
-    ledger.check(
-        "The bottleneck CPU at the threshold, per I (Table 1)",
-        {i: PAPER_THRESHOLD[i][1] for i in BURSTS},
-        {int(i): (None if pd.isna(v) else float(v)) for i, v in th.bottleneck_cpu.items()},
-        each(CPU),
-        FLAT_THRESHOLDS,
-    )
+    table1("The bottleneck CPU at the threshold decreases as burstiness grows (Table 1: 88.1%, 86.3%, 80.4%, 74.6%)", "bottleneck_cpu", cpu_at, decreasing())
+    table1("The bottleneck CPU at the threshold, per I (Table 1)", "bottleneck_cpu", cpu_at, each(CPU))
     amp = amplification.set_index("tier")
     ledger.input(
         "Database queries per web request at 3,000 clients (Table 4: 397.40 / 42.88 = 9.3)",
@@ -555,7 +560,7 @@ def _claims(
         "Top-down amplification: the DB tier's request-rate CoV above the web tier's (Table 4: 0.20 > 0.16)",
         {"db": 0.20, "web": 0.16},
         {"db": float(amp["cov"]["db"]), "web": float(amp["cov"]["web"])},
-        decreasing(),
+        decreasing_apart({t: float(amp["cov_ci95"][t]) for t in ("db", "web")}),
         QUERIES_PER_PAGE,
     )
 
