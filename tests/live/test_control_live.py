@@ -5,9 +5,12 @@ trace's shape, and the load's own observation undisturbed."""
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 import urllib.request
+
+import pytest
 
 from tierlab.experiments.control import control_loop, read_log
 from tierlab.live.lifecycle import free_ports
@@ -51,3 +54,17 @@ def test_the_controller_recommends_then_resizes_the_live_server_within_bounds(tm
     # The load saw every request answered, ok or refused: none lost across the shrink.
     r = out["trace"].summary["requests"]
     assert r["ok"] > 0 and r["error"] == 0
+
+
+def test_ctrl_c_leaves_the_sizes_in_force_says_them_and_stops_the_caller_too(tmp_path):
+    # Raised on, not swallowed: studies/control.py --live ran its next strategy after a
+    # first Ctrl-C when the loop returned as if its time were up.
+    said: list[str] = []
+    with running_testbed("sqlite", tmp_path / "live") as bed:
+        timer = threading.Timer(3.0, _thread.interrupt_main)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 1.0, tmp_path / "c.jsonl", duration=120, say=said.append)
+        timer.join()
+        in_force = bed.admin.metrics()["pools"]["threads"]["size"]
+    assert said[-1] == f"stopped; the configuration in force stays: threads {in_force}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -78,19 +79,22 @@ def control_cmd(
     err.print(f"control: {strategy} every {interval:g} s on {len(bed.admins)} server(s), bounds {bounds}{' (dry run)' if dry_run else ''}; log {log}")
     # A `tierlab live run` on this testbed puts the decisions made during it in its trace.
     register_control_log(workdir, log)
-    control_loop(
-        bed.admins,
-        strategy,
-        parsed,
-        interval,
-        log,
-        dry_run=dry_run,
-        duration=for_seconds,
-        say=err.print,
-        max_step=max_step,
-        metrics_port=metrics_port,
-        twin=twin,
-        revert=revert,
-        dwell=dwell,
-        pids=bed.server_pids(),
-    )
+    try:
+        control_loop(
+            bed.admins,
+            strategy,
+            parsed,
+            interval,
+            log,
+            dry_run=dry_run,
+            duration=for_seconds,
+            say=err.print,
+            max_step=max_step,
+            metrics_port=metrics_port,
+            twin=twin,
+            revert=revert,
+            dwell=dwell,
+            pids=bed.server_pids(),
+        )
+    except KeyboardInterrupt:
+        sys.exit(130)  # the loop said which sizes stay in force

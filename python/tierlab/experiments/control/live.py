@@ -270,7 +270,8 @@ def control_loop(
     `duration` seconds or until Ctrl-C, each pool moved at most `max_step` a decision;
     every decision appended to `log` (and with `metrics_port`, on
     http://127.0.0.1:PORT/metrics). Returns the
-    sizes in force at the end (Ctrl-C leaves them so, and `say`s which). The twin
+    sizes in force at the end. Ctrl-C (or SIGTERM) leaves them so, `say`s which, and is
+    raised on, so that whatever called the loop stops too. The twin
     strategy takes its parameters and its model (`twin.model`, a file) from `twin`; the
     guards their settings from `revert` (none: its defaults) and `dwell` (the model's
     `control:` fields). With `pids` (the servers' processes, in the order of `admins`)
@@ -310,7 +311,7 @@ def control_loop(
         except KeyboardInterrupt:
             final = {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
             say(f"stopped; the configuration in force stays: {_sizes(final)}")
-            return final
+            raise  # the caller stops too: a study's next strategy does not start
     return {k: v["size"] for k, v in admins[0].metrics()["pools"].items() if k in bounds}
 
 
