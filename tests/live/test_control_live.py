@@ -6,6 +6,7 @@ trace's shape, and the load's own observation undisturbed."""
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 import urllib.request
@@ -60,11 +61,15 @@ def test_ctrl_c_leaves_the_sizes_in_force_says_them_and_stops_the_caller_too(tmp
     # Raised on, not swallowed: studies/control.py --live ran its next strategy after a
     # first Ctrl-C when the loop returned as if its time were up.
     said: list[str] = []
+    # Python's own SIGINT handler, whatever this process inherited: a suite started in
+    # the background by a shell ignores SIGINT, and interrupt_main then does nothing.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     with running_testbed("sqlite", tmp_path / "live") as bed:
         timer = threading.Timer(3.0, _thread.interrupt_main)
         timer.start()
         with pytest.raises(KeyboardInterrupt):
             control_loop(bed.admins, "gradient", {"threads": (2, 6)}, 1.0, tmp_path / "c.jsonl", duration=120, say=said.append)
         timer.join()
+        signal.signal(signal.SIGINT, before)
         in_force = bed.admin.metrics()["pools"]["threads"]["size"]
     assert said[-1] == f"stopped; the configuration in force stays: threads {in_force}"
