@@ -15,10 +15,13 @@ cluster, calibrated from the live profile, under the same policies and loads.
    both) becomes CPU demand, one core per server (a process under the GIL), all
    demands scaled by one factor so that the model saturates at the ramp's peak
    throughput (`calibrate`): the live servers share 2 busy cores, the model's do not.
-3. Per policy: the cluster up, one live run per load (`--repeats R`: R) with the proxies' ReDAL slope test
+3. Per policy: the cluster up, one live run per load with the proxies' ReDAL slope test
    (`tierlab_proxy_backend_dispatchable`) sampled every `SAMPLE` seconds, the cluster
-   down; and the calibrated model simulated at the same loads. `redal_n` is ReDAL with
+   down; `--repeats R` goes through the policies R times (interleaved, A B C … A B C …);
+   and the calibrated model simulated at the same loads. `redal_n` is ReDAL with
    the slope taken against requests in progress (crates/policy/src/redal.rs, ReDAL-N).
+   An order of the policies is scored only where the repeats decide at least half of
+   its live pairs (`DECIDED`): with one run each, "not testable here".
 
 Measures (tierlab.analysis.dispatch.cluster_metrics, the same on both traces):
 throughput per server, ART, p95, load imbalance, migrations per request.
@@ -26,6 +29,7 @@ throughput per server, ART, p95, load imbalance, migrations per request.
     python studies/cluster_live.py --quick    # 5 policies, 5 s runs: a few minutes
     python studies/cluster_live.py            # 7 policies, 20 s runs, 3 simulated seeds
     python studies/cluster_live.py --proxies 2 --session-state --out studies/results/cluster_live_redis
+    python studies/cluster_live.py --rescore [--quick | --out DIR]  # the claims again from a folder's runs.csv
 
 `--proxies P` puts P proxies in front (sharing load metrics over UDP every 50 ms, as
 the model's dispatchers do; session s enters through proxy s mod P); `--session-state`
@@ -43,6 +47,9 @@ does not re-run this study."""
 
 from __future__ import annotations
 
+import argparse
+import itertools
+import json
 import os
 import re
 import threading
@@ -86,6 +93,9 @@ MEASURES = ["throughput_per_server", "art", "p95", "imbalance", "migrations_per_
 # Criteria, fixed before the run.
 SATURATED = 0.10  # a doubling of the clients that adds less throughput than this saturates
 TAU = 0.6  # the simulated and live orders of the policies "agree" at Kendall τ ≥ this
+# Kendall τ over pairs the live repeats cannot tell apart scores noise: an order claim is
+# testable where at least this share of the live pairs is decided.
+DECIDED = 0.5
 SAMPLE = 0.25  # seconds between samples of the slope test (it is re-judged once per 1 s interval)
 SHARED = "4 servers, the proxies, PostgreSQL and the load generator share the machine's 2 cores (its load per run: runs.csv, load_1m)"
 
@@ -290,9 +300,15 @@ def main() -> None:
     ap.add_argument("--workdir", default=".tierlab/cluster_live", help="where the cluster runs (PostgreSQL in its parent's postgres/)")
     ap.add_argument("--proxies", type=int, default=1, help="dispatcher proxies in front of the servers (default 1)")
     ap.add_argument("--session-state", action="store_true", help="the sessions' state in Redis: a request away from its home fetches it (a migration)")
-    ap.add_argument("--repeats", type=int, default=1, help="live runs per policy and load (the proxies' CPU share is given with its interval over them)")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="live runs per policy and load, interleaved (the live orders and the proxies' CPU share are scored over them)"
+    )
+    ap.add_argument("--rescore", action="store_true", help="score the claims again from the folder's runs.csv and result.json; run nothing")
     a = ap.parse_args()
     out = output_dir("cluster_live", a)
+    if a.rescore:
+        rescored(out, a.quick).write(out)
+        return
     # PostgreSQL on a port of its own: another testbed may hold the default one.
     os.environ.setdefault("TIERLAB_PG_PORT", str(free_ports(1)[0]))
     workdir = Path(a.workdir).resolve()
@@ -310,8 +326,13 @@ def main() -> None:
     print(f"saturation {'at' if flattened else 'not reached: taken as'} {saturation} clients; loads {loads}", flush=True)
 
     rows = []
+    # The repeats interleaved across the policies (A B C … A B C …): the machine's speed
+    # drifts by up to 30% over minutes (notes.md), and a policy's repeats back to back
+    # would share one stretch of it.
+    for repeat in range(1, a.repeats + 1):
+        for policy in policies:
+            rows += [{k: v for k, v in r.items() if k != "trace"} | {"repeat": repeat} for r in live_runs(model, policy, loads, workdir)]
     for policy in policies:
-        rows += [{k: v for k, v in r.items() if k != "trace"} for r in live_runs(model, policy, [n for n in loads for _ in range(a.repeats)], workdir)]
         rows += simulated_runs(calibrated, policy, loads, seeds)
     runs = pd.DataFrame(rows)
     runs.to_csv(out / "runs.csv", index=False)
@@ -325,6 +346,14 @@ def main() -> None:
     result["calibration"] = {"from": f"least_active, {int(ramp_frame.clients.iloc[0])} clients", "peak_per_server": peak, "demand_factor": round(factor, 3)}
     write_result(out, result, seeds)
     _claims(runs, loads, policies, peak, flattened, a).write(out)
+
+
+def rescored(out: Path, quick: bool) -> Ledger:
+    """The claims of the study in `out`, scored again from its runs.csv and result.json."""
+    r = json.loads((out / "result.json").read_text())
+    a = argparse.Namespace(quick=quick, proxies=r["proxies"], session_state=r["session_state"] == "redis")
+    loads = [r["loads"]["below"], r["loads"]["past"]]
+    return _claims(pd.read_csv(out / "runs.csv"), loads, r["policies"], r["calibration"]["peak_per_server"], r["ramp"]["flattened"], a)
 
 
 def _side(runs: pd.DataFrame, side: str, clients: int, measure: str) -> dict:
@@ -393,6 +422,12 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
     agree = Criterion(f"Kendall τ between the simulated and live orders of the policies ≥ {TAU}", lambda ours, paper: tau(paper, ours) >= TAU)
     # A ramp that never flattened has not shown its last load to be saturation.
     high = "past saturation" if flattened else "twice the ramp's last load; the ramp did not flatten, so not shown past saturation"
+    live = runs[runs.side == "live"]
+    repeats = int(live.groupby(["policy", "clients"]).size().min())
+    decided = Criterion(
+        f"at least {DECIDED:.0%} of the pairs of policies are apart live beyond the 95% interval of their difference over the repeats (Welch; none with one run each)",
+        lambda share, paper: share >= DECIDED,
+    )
     for n, where in zip(loads, ("below saturation", high)):
         measures = [("throughput_per_server", "throughput per server"), ("art", "ART"), ("imbalance", "load imbalance")]
         for measure, what in measures + ([("migrations_per_request", "migrations per request")] if a.session_state else []):
@@ -401,11 +436,11 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
                 _side(runs, "simulated", n, measure),
                 _side(runs, "live", n, measure),
                 agree,
-                "not diagnosed per policy; the model leaves out the 2 cores the 4 servers, the proxy and PostgreSQL share, "
-                "and the differences between policies may be within the live run's noise (one short run each)",
+                "not diagnosed per policy; the model leaves out the 2 cores the 4 servers, the proxy and PostgreSQL share",
                 assumes=f"{calibrated}; {SHARED}",
+                testable=decided,
+                testable_data=_decided_share(live[live.clients == n], measure),
             )
-    live = runs[runs.side == "live"]
     for p in (p for p in policies if p in ("redal", "redal_w")):
         flips = {n: int(live[(live.policy == p) & (live.clients == n)].flips.sum()) for n in loads}
         ledger.check(
@@ -415,7 +450,7 @@ def _claims(runs: pd.DataFrame, loads: list[int], policies, peak: float, flatten
             Criterion("no flip at any load", lambda ours, paper: all(v == 0 for v in ours.values())),
             "live, few requests of a type per 1 s interval make Δthroughput/Δarrivals noisy: a pair of intervals with fewer arrivals and more completions gives a negative term",
             assumes=f"sampled from the proxy's /metrics every {SAMPLE} s, the test is re-judged once per {REDAL['interval']:g} s interval; "
-            f"{a.repeats} {'5 s (--quick)' if a.quick else '20 s'} run(s) per load (flips summed over them), and a flip is a rare event: earlier quick runs of this study flipped "
+            f"{repeats} {'5 s (--quick)' if a.quick else '20 s'} run(s) per load (flips summed over them), and a flip is a rare event: earlier quick runs of this study flipped "
             "10 and 2 times at the light load (notes.md), so one run without a flip is weak evidence",
         )
     if "redal_n" in policies:
@@ -458,8 +493,10 @@ PAPER_OVERHEAD = 0.015
 
 def _overhead_claim(ledger: Ledger, live: pd.DataFrame, loads: list[int]) -> None:
     """ReDAL's proxy CPU share above affinity's (the paper's RR with session affinity),
-    per load: the difference of the means over the repeats, with its 95% interval."""
-    share = {p: {n: live[(live.policy == p) & (live.clients == n)].proxy_cpu_share for n in loads} for p in ("affinity", "redal")}
+    per load: the difference of the means over the repeats, with its 95% interval; NaN
+    for runs from before the proxies' CPU was recorded (cluster_live_redis)."""
+    cpu = live["proxy_cpu_share"] if "proxy_cpu_share" in live else pd.Series(float("nan"), index=live.index)
+    share = {p: {n: cpu[(live.policy == p) & (live.clients == n)] for n in loads} for p in ("affinity", "redal")}
     extra = {n: float(share["redal"][n].mean() - share["affinity"][n].mean()) for n in loads}
     half = {n: _half_width(share["redal"][n], share["affinity"][n]) for n in loads}
     ledger.check(
@@ -475,10 +512,20 @@ def _overhead_claim(ledger: Ledger, live: pd.DataFrame, loads: list[int]) -> Non
         "not diagnosed",
         assumes=f"the proxies' CPU time (psutil) per request they took, times the run's throughput, over the machine's {psutil.cpu_count()} CPUs; {SHARED}",
         testable=Criterion(
-            f"each load: a 95% half-width below {PAPER_OVERHEAD:.1%} (two or more runs each)",
+            f"each load: the proxies' CPU recorded, with a 95% half-width below {PAPER_OVERHEAD:.1%} (two or more runs each)",
             lambda ours, paper: all(o["ci95"] == o["ci95"] and o["ci95"] < paper["at most"] for o in ours.values()),
         ),
     )
+
+
+def _decided_share(live: pd.DataFrame, measure: str) -> float:
+    """The share of the pairs of policies whose live means of `measure` differ by more
+    than the 95% half-width of their difference: the pairs of the live order that the
+    repeats decide (0 with one run per policy: no interval)."""
+    by = {p: g[measure] for p, g in live.groupby("policy", sort=False)}
+    pairs = list(itertools.combinations(by, 2))
+    # A NaN half-width (one run) compares False: undecided.
+    return sum(abs(by[x].mean() - by[y].mean()) > _half_width(by[x], by[y]) for x, y in pairs) / len(pairs) if pairs else 0.0
 
 
 def _half_width(a: pd.Series, b: pd.Series) -> float:
