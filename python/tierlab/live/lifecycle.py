@@ -93,17 +93,42 @@ def port_free(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) != 0
 
 
+# Ports are picked from here up to the kernel's ephemeral range, which starts above it
+# on Linux (32768) and macOS (49152).
+LOWEST_PORT = 10000
+
+
 def free_ports(n: int) -> list[int]:
-    """`n` distinct loopback ports the kernel has just handed out (bound together, then
-    released): the one way tests, studies, benchmarks and clusters pick ports."""
-    socks = [socket.socket() for _ in range(n)]
+    """`n` distinct loopback ports free now (each bound, then released), drawn at random
+    from below the kernel's ephemeral range: the one way tests, studies, benchmarks and
+    clusters pick ports. Not the kernel's own pick (a bind to port 0): that is an
+    ephemeral port, which an outgoing connection — the load generator's, a proxy's,
+    PostgreSQL's clients' — can take between the pick and the server's bind (a cluster
+    study's second round of servers failed so: "Address already in use")."""
+    high = _ephemeral_low()
+    draw = secrets.SystemRandom()
+    ports: list[int] = []
+    while len(ports) < n:
+        port = draw.randrange(LOWEST_PORT, high)
+        if port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
+    return ports
+
+
+def _ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The first port of the kernel's ephemeral range (Linux: from /proc; elsewhere
+    32768, below macOS's 49152), at least LOWEST_PORT + 1000."""
     try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+        low = int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, LOWEST_PORT + 1000)
 
 
 def up(
