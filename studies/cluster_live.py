@@ -26,8 +26,8 @@ cluster, calibrated from the live profile, under the same policies and loads.
 Measures (tierlab.analysis.dispatch.cluster_metrics, the same on both traces):
 throughput per server, ART, p95, load imbalance, migrations per request.
 
-    python studies/cluster_live.py --quick    # 5 policies, 5 s runs: a few minutes
-    python studies/cluster_live.py            # 7 policies, 20 s runs, 3 simulated seeds
+    python studies/cluster_live.py --quick    # 5 policies, 5 s runs, 3 repeats: ~14 min
+    python studies/cluster_live.py            # 7 policies, 20 s runs, 3 repeats, 3 simulated seeds: ~35 min
     python studies/cluster_live.py --proxies 2 --session-state --out studies/results/cluster_live_redis
     python studies/cluster_live.py --rescore [--quick | --out DIR]  # the claims again from a folder's runs.csv
 
