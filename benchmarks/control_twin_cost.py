@@ -5,11 +5,14 @@ JSON, `_core.Controller.decide` (the guards, in Rust) calling the Python
 re-calibrate it, then one per candidate of the search, each `horizon` seconds of the
 observed load — and the sizes and the reason back.
 
-Two twins, each observed from a run of itself at its own sizes (an interval of a known
-system: `twin.observed`): the unit tests' two-tier model (one request type, 100
-requests/s) and examples/tpcw_2tier.yaml (TPC-W's 14 types at 30 requests/s, up to
-101 connection requests each); the twin's parameters at their defaults (grid 4,
-horizon 20 s) and lighter (grid 3, horizon 5 s). Per case: ms per decision (median
+Two twins, each observed from a run of itself (an interval of a known system:
+`twin.observed`): the unit tests' two-tier model (one request type, 100 requests/s)
+and examples/tpcw_2tier.yaml (TPC-W's 14 types at 30 requests/s, up to 101 connection
+requests each); the twin's parameters at their defaults (grid 4, horizon 10 s) and
+lighter (grid 3, horizon 5 s); the interval observed at the model's own pool sizes (the
+decision holds) and the same with its first test forced to "move" (it pays the
+confirmation every move pays: two more simulations, three horizons each). Per case: ms
+per decision (median
 and worst over the decisions, wall clock), the process's CPU ms per decision (median:
 on a machine shared with other work the wall clock includes their share), simulations
 per decision, ms per simulation (the decision's wall time over its simulations), and
@@ -24,6 +27,7 @@ Measured 2026-11-27: see benchmarks/README.md, "Online control: the twin's decis
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
@@ -39,7 +43,11 @@ from tierlab.run.twin import Bounds, TwinController, observed
 TARGET_S = 0.1
 BOUNDS: Bounds = {"threads": (2, 64), "connections": (1, 32)}
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-PARAMS = {"default (grid 4, horizon 20 s)": Twin(), "light (grid 3, horizon 5 s)": Twin(grid=3, horizon=5.0)}
+PARAMS = {"default (grid 4, horizon 10 s)": Twin(), "light (grid 3, horizon 5 s)": Twin(grid=3, horizon=5.0)}
+# A decision that holds, and one that moves: the second has its first test forced to
+# "move", so it pays what every move pays on top, the confirmation (the choice and the
+# sizes in force simulated three horizons long, another seed) — whatever sizes win.
+KINDS = {"holds": False, "moves": True}
 
 
 def two_tier() -> dict:
@@ -65,14 +73,16 @@ TWINS = {
 }
 
 
-def case(model: tierlab.LoadedModel, params: Twin, decisions: int) -> dict:
-    """`decisions` decisions of a fresh controller on the model's own interval."""
+def case(model: tierlab.LoadedModel, params: Twin, decisions: int, moves: bool) -> dict:
+    """`decisions` decisions of a fresh controller on the model's own interval; with
+    `moves`, each decision's first test says move (it is then confirmed)."""
     o = json.dumps(observed(tierlab.simulate(model, records=False).summary, "app", {"threads": "threads", "connections": "db"}))
     spec = {"interval": 5.0, "bounds": {k: list(v) for k, v in BOUNDS.items()}, "strategy": {"strategy": "twin"} | params.model_dump(exclude={"model"})}
     c = _core.Controller(json.dumps(spec), TwinController(model, params, BOUNDS, "app"))
     seconds, cpu = [], []
+    forced = mock.patch.object(TwinController, "_worth_it", return_value=(True, "moved (forced by the benchmark)")) if moves else contextlib.nullcontext()
     # Every simulation of the twin goes through its module's run_engine: counted there.
-    with mock.patch.object(twin_module, "run_engine", wraps=twin_module.run_engine) as engine:
+    with forced, mock.patch.object(twin_module, "run_engine", wraps=twin_module.run_engine) as engine:
         for _ in range(decisions):
             t0, c0 = time.perf_counter(), time.process_time()
             c.decide(o)
@@ -97,16 +107,17 @@ def main() -> None:
     ap.add_argument("--decisions", type=int, default=5, help="decisions per case")
     a = ap.parse_args()
     result: dict = {"decisions": a.decisions, "target_ms": TARGET_S * 1e3}
-    print(f"{'twin':12} {'parameters':32} {'ms/decision':>12} {'max ms':>8} {'CPU ms':>8} {'sims':>6} {'ms/sim':>8} {'of 100 ms':>10}")
+    print(f"{'twin':12} {'parameters':32} {'decision':9} {'ms/decision':>12} {'max ms':>8} {'CPU ms':>8} {'sims':>6} {'ms/sim':>8} {'of 100 ms':>10}")
     for name, make in TWINS.items():
         model = make()
         for label, params in PARAMS.items():
-            f = case(model, params, a.decisions)
-            result[f"{name}, {label}"] = f
-            print(
-                f"{name:12} {label:32} {f['ms_per_decision']:>12.1f} {f['max_ms']:>8.1f} {f['cpu_ms_per_decision']:>8.1f} {f['simulations_per_decision']:>6.0f} "
-                f"{f['ms_per_simulation']:>8.2f} {f['share_of_target']:>10.2f}"
-            )
+            for kind, moves in KINDS.items():
+                f = case(model, params, a.decisions, moves)
+                result[f"{name}, {label}, {kind}"] = f
+                print(
+                    f"{name:12} {label:32} {kind:9} {f['ms_per_decision']:>12.1f} {f['max_ms']:>8.1f} "
+                    f"{f['cpu_ms_per_decision']:>8.1f} {f['simulations_per_decision']:>6.0f} {f['ms_per_simulation']:>8.2f} {f['share_of_target']:>10.2f}"
+                )
     print(json.dumps(result))
 
 

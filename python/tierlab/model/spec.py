@@ -578,7 +578,8 @@ class Twin(Strict):
     slo_p99: PosSeconds = Field(1.0, description="seconds the response time's 99th percentile must stay under")
     hysteresis: NonNeg = Field(0.05, description="the least predicted gain over the sizes in force that moves them (0.05: 5%)")
     grid: Annotated[int, Field(ge=2, le=64, description="sizes per pool on the search's coarse grid (geometric between the bounds)"), NUMBER] = 4
-    horizon: PosSeconds = Field(20.0, description="seconds of the observed load the twin simulates per candidate (after a quarter as much warm-up)")
+    # 10 s: the horizon the control study (studies/control.py) and the tests score.
+    horizon: PosSeconds = Field(10.0, description="seconds of the observed load the twin simulates per candidate (after a quarter as much warm-up)")
     smoothing: Annotated[float, Field(gt=0, le=1, description="the share of each interval's measured ÷ predicted hold time taken"), NUMBER] = 0.5
 
 
