@@ -32,7 +32,7 @@ JVM 3% / 10% / 5% for throughput / mean RT / λ_max), written here before the ru
 is the point's allowance (`truth.allowance`), and `unseen_beyond_allowance` says by how
 much the worst point exceeds its allowance (≤ 0: met).
 
-    python studies/twin.py --quick      # SQLite; about an hour on 2 cores (three repeats of the live truth)
+    python studies/twin.py --quick      # SQLite; about 36 min on a quiet 2-core machine (three repeats of the live truth)
     python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
     python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
     python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
