@@ -243,7 +243,14 @@ def _wire_bytes(bed: Testbed) -> float:
 
 
 def _counts(requests: StatusCounts) -> dict:
-    return {"ok": requests["ok"], "error": requests["error"], "rejected_requests": requests["rejected"]}
+    """Every request of the run by status, unfinished too (`rejected_requests`: `rejected` is cluster_metrics' column)."""
+    return {
+        "ok": requests["ok"],
+        "error": requests["error"],
+        "rejected_requests": requests["rejected"],
+        "timeout": requests["timeout"],
+        "unfinished": requests["unfinished"],
+    }
 
 
 def _flat(rows: list[dict]) -> bool:
