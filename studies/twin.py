@@ -37,6 +37,7 @@ much the worst point exceeds its allowance (≤ 0: met).
     python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
     python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
     python studies/twin.py --quick --resume --lock --idle-handoff --request-growth  # the same, the twin with issue 41's mechanisms where the runs show them
+    python studies/twin.py --server java --quick --cpu app=1 --idle-handoff  # the JVM bookstore held to one core, the rest the load generator's
 
 Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
 command, seeds), so the two testbeds of the full study can run in separate sittings;
@@ -57,6 +58,7 @@ import numpy as np
 import pandas as pd
 
 from tierlab import load_model, read_trace
+from tierlab.errors import InputError
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, profile_grid, sizing_by_simulation
 from tierlab.experiments.study.claims import Criterion, Ledger
 from tierlab.experiments.study.provenance import output_dir, study_parser, with_provenance, write_result
@@ -66,6 +68,7 @@ from tierlab.experiments.twin.measured import cpu_cores, measured
 from tierlab.experiments.twin.setup import CALIBRATED, TARGETS, Targets, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.verify import repeated, verify
 from tierlab.experiments.twin.verify import write as write_verify
+from tierlab.live import cpu_budget
 from tierlab.live.lifecycle import Server
 from tierlab.live.testbed import Testbed
 
@@ -84,15 +87,25 @@ UNSEEN_MIX = {"SRES": 2.0}  # twice the transitions into Search
 
 
 def study(
-    db: str, s: dict, out: Path, bound: float, log, resume: bool = False, contention: bool = False, server: Server = "python", twin: dict | None = None
+    db: str,
+    s: dict,
+    out: Path,
+    bound: float,
+    log,
+    resume: bool = False,
+    contention: bool = False,
+    server: Server = "python",
+    twin: dict | None = None,
+    cpu: dict[str, float] | None = None,
 ) -> dict:
-    """`twin`: further `calibrate` options (lock, idle_handoff, request_growth)."""
+    """`twin`: further `calibrate` options (lock, idle_handoff, request_growth); `cpu`:
+    the tiers' CPU budgets (`live up --cpu`), which calibrate takes as their size."""
     if not resume and (out / db).exists():
         # A fresh run replaces the testbed's live runs whole: an earlier run's traces
         # would otherwise stop it at its first calibration run (a trace folder is never
         # overwritten), after its profile had already been replaced.
         shutil.rmtree(out / db)
-    with own_testbed(f"twin-{server}-{db}", db, server=server) as bed:
+    with own_testbed(f"twin-{server}-{db}", db, cpu=cpu, server=server) as bed:
         return _loop(bed, db, s, out / db, bound, log, resume, contention, TARGETS[server], twin or {})
 
 
@@ -359,6 +372,10 @@ def main() -> None:
     ap.add_argument(
         "--contention", action="store_true", help="the twin's app CPU grows with the threads held, up to where it levels off (`twin calibrate --contention`)"
     )
+    ap.add_argument(
+        "--cpu",
+        help="CPU budgets of the testbed's tiers, e.g. app=1 (`live up --cpu`): a tier then has cores of its own, whatever the load generator takes",
+    )
     ap.add_argument("--lock", action="store_true", help="the twin under an interpreter lock where the calibration runs show one (`twin calibrate --lock`)")
     ap.add_argument(
         "--idle-handoff", action="store_true", help="the pools' hand-off as an idle token where the calibration runs show it (`twin calibrate --idle-handoff`)"
@@ -369,6 +386,10 @@ def main() -> None:
         help="the twin's app CPU grows with the threads held as the requests one by one show it (`twin calibrate --request-growth`)",
     )
     a = ap.parse_args()
+    try:
+        cpu = cpu_budget.parse(a.cpu) if a.cpu else None
+    except InputError as e:
+        ap.error(str(e))
     twin_options = {"lock": a.lock, "idle_handoff": a.idle_handoff, "request_growth": a.request_growth}
     out = output_dir("twin" if a.server == "python" else "twin_java", a)
     s = sizes(a.quick)
@@ -378,7 +399,7 @@ def main() -> None:
         # result.json from before there was one per testbed.
         found = [f for f in (path, out / "result.json") if a.resume and f.is_file()]
         before = json.loads(found[0].read_text()) if found else None
-        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention, a.server, twin_options), range(1, s["runs"] + 1))
+        record = with_provenance(study(db, s, out, a.bound, print, a.resume, a.contention, a.server, twin_options, cpu), range(1, s["runs"] + 1))
         if before and record["reused"]:  # the commits the reused live runs were measured at
             record["reused_from"] = sorted(
                 {*before.get("reused_from", []), *([before["commit"]] if before.get("ran_live", True) else [])}

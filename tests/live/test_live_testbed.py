@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import psutil
 import pytest
 
 from tierlab import PHASES
@@ -61,11 +62,13 @@ def test_phases_add_up_and_the_mix_follows_the_chain(bed):
     if bed.state.kind == "postgres":
         db = ts[(ts.tier == "db") & (ts.metric == "processes")]
         assert db.value.max() > 1  # a backend process per connection
-    # And the machine once a second: its load and the time of the fixed probe work.
+    # And the machine once a second: its load, its idle cores and the time of the fixed probe work.
     probe = trace.series("machine", "cpu_probe_ms")[0]
     assert len(probe) >= int(trace.summary["elapsed"]) - 1
     assert (probe.index.to_series().diff().dropna() >= 1 - 1e-9).all(), "one record per second"
     assert (probe > 0).all() and (trace.series("machine", "load_1m")[0] >= 0).all()
+    idle = trace.series("machine", "cpu_idle")[0]
+    assert idle.index.equals(probe.index) and ((idle >= 0) & (idle <= psutil.cpu_count() + 0.1)).all()
 
 
 def test_the_handlers_cpu_time_and_statements_are_measured(bed):

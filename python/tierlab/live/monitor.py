@@ -8,9 +8,12 @@ process that ends during the run (killed, crashed) is noted with the time; its s
 stop there.
 
 Every second it also records the machine itself (tier `machine`): the 1-minute load
-average and the CPU time a fixed piece of Python work takes (`cpu_probe_ms`). The same
-work's CPU time drifts by a third within minutes on a shared machine
-(investigations/twin/cpu_drift.py), so a run's figures are read beside the speed it ran at."""
+average, the cores idle over the second before, all processes together (`cpu_idle`), and the
+CPU time a fixed piece of Python work takes (`cpu_probe_ms`). The same work's CPU time
+drifts by a third within minutes on a shared machine (investigations/twin/cpu_drift.py),
+so a run's figures are read beside the speed it ran at; `cpu_idle` says which probes
+were taken with every core busy, where the probe measures the contention it runs in
+(analysis.machine)."""
 
 from __future__ import annotations
 
@@ -47,6 +50,13 @@ def probe_ms() -> float:
         total += i * i % 7
         table[i & 255] = total
     return (time.thread_time() - start) * 1e3
+
+
+def _busy_seconds() -> float:
+    """CPU seconds the machine's cores have spent busy since boot, all processes
+    together (everything but idle and waiting for a disk)."""
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0) + getattr(t, "steal", 0.0)
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -135,6 +145,7 @@ class Monitor:
         every window since the last one with its rates, so no window is missing."""
         last, last_window = self._read(), 0
         last_t, probed = time.monotonic(), -PROBE_EVERY
+        machine_busy, machine_t = _busy_seconds(), last_t
         self.ended |= {role: 0.0 for role in self.roles if role not in last}
         while not self._stop.is_set():
             self._stop.wait(max(0.0, self.t0 + (last_window + 1) * self.window - time.monotonic()))
@@ -153,8 +164,14 @@ class Monitor:
                         self.rows.append((t, tier, server, "", metric, float(value)))
                     self.rows.append((t, tier, server, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
             if (at := last_window * self.window) >= probed + PROBE_EVERY - 1e-9:
-                self.rows += [(at, "machine", 0, "", "load_1m", os.getloadavg()[0]), (at, "machine", 0, "", "cpu_probe_ms", probe_ms())]
-                probed = at
+                busy = _busy_seconds()
+                idle = self.cores - (busy - machine_busy) / max(now_t - machine_t, 1e-6)
+                self.rows += [
+                    (at, "machine", 0, "", "load_1m", os.getloadavg()[0]),
+                    (at, "machine", 0, "", "cpu_idle", max(0.0, idle)),
+                    (at, "machine", 0, "", "cpu_probe_ms", probe_ms()),
+                ]
+                probed, machine_busy, machine_t = at, busy, now_t
             last, last_t, last_window = now, now_t, window
 
     def missing(self) -> dict[str, str]:
