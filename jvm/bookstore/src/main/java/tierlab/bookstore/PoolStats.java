@@ -83,10 +83,20 @@ final class PoolStats {
     }
 
     synchronized void granted(double now) {
+        taken(now);
+        counted(now);
+    }
+
+    /** A token held from now, not yet counted as granted: a worker's task, before it is known to carry a request. */
+    synchronized void taken(double now) {
         busy++;
+        levels(now);
+    }
+
+    /** The grant of a token already taken: the worker's task carries a request (a task may only close a socket). */
+    synchronized void counted(double now) {
         acquired++;
         events.get("acquired").add(now, 1);
-        levels(now);
     }
 
     synchronized void released(double now) {

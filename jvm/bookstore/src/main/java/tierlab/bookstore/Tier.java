@@ -87,12 +87,14 @@ final class Tier implements Filter {
         try {
             ctx.enter("before_db"); // the wait for a worker ends: it runs this
             double waited = now - ctx.start;
-            if (waited > threads.stats.timeout()) { // Tomcat cannot cut the wait short: the request is refused when it gets its worker
+            // Tomcat cannot cut the wait short: the request is refused when it gets its
+            // worker (which Workers counts as held for the task, refused or not).
+            if (waited > threads.stats.timeout()) {
                 threads.stats.refused(now, true);
                 finish(ctx, "rejected", Double.NaN, res, 503, String.format(Locale.ROOT, "rejected: no threads token: waited %.3f s", waited));
                 return;
             }
-            threads.stats.granted(now);
+            threads.stats.counted(now);
             double cpu = RequestContext.cpu();
             try {
                 chain.doFilter(req, res);
@@ -114,7 +116,6 @@ final class Tier implements Filter {
                 } catch (java.sql.SQLException e) {
                     LOG.log(Level.WARNING, "giving back request {0}'s connection failed: {1}", new Object[] {ctx.id, e});
                 }
-                threads.stats.released(Windows.now());
             }
         } finally {
             RequestContext.bind(null);
