@@ -24,3 +24,13 @@ def test_bisection_below_the_grid_finds_the_closed_form_capacity_within_one_perc
     assert lam == pytest.approx(known, rel=0.01)
     # The trials tried rates off the grid, each once.
     assert trials["lambda"].is_unique and (trials["lambda"] % 10 != 0).any()
+
+
+def test_bracketing_downwards_never_more_than_halves_the_rate():
+    # A start ten times the capacity: the search comes down 1, 2, 4, … steps, but never
+    # below half the rate that failed (a stride past it would try the grid's first step,
+    # a rate at which a short run may send nothing).
+    _, trials = max_sustainable_rate(md1_queue(), [(1, 1)], 1000.0, step=1.0, runs=1, success=1.0, progress=False, workers=1, max_rounds=30)
+    tried = trials["lambda"].tolist()
+    assert all(b >= a / 2 - 1 for a, b in zip(tried, tried[1:])), tried
+    assert min(tried) > 1.0

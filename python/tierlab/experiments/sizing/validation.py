@@ -82,7 +82,10 @@ class _Search:
         if self.passed is not None and self.failed is not None:
             self.at = (self.passed + self.failed) // 2
         else:  # still bracketing: double the stride away from the known side
-            self.at = self.at + self.stride if ok else max(1, self.at - self.stride)
+            # Downwards at most to half the rate: a stride past it would land on the
+            # grid's first step, a rate with no evidence in it (live_sizing, 2026-11-28:
+            # 1.0 → 0.028 sessions/s, where a 30 s run often sends no request at all).
+            self.at = self.at + self.stride if ok else max(1, self.at - self.stride, (self.at + 1) // 2)
             self.stride *= 2
         if self._bracketed and not self.done:  # a finer grid: its new midpoint next
             assert self.passed is not None and self.failed is not None
