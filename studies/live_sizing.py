@@ -118,7 +118,7 @@ def main() -> None:
     predicted = {c: float(table.loc[c]) if c in table.index else None for c in configs}
     start = {c: v if v is not None else float(best["lambda"]) for c, v in predicted.items()}
     step = round(RESOLUTION * float(best["lambda"]), 3)
-    measured, trials = max_sustainable_rate(model, configs, start, step=step, runs=a.runs, runner=runner, max_rounds=ROUNDS, decided=True)
+    measured, trials = max_sustainable_rate(model, configs, start, step=step, runs=a.runs, runner=runner, max_rounds=ROUNDS, decided=True, log=print)
     measured["predicted"] = [predicted[(int(m), int(n))] for m, n in zip(measured.M, measured.N)]
     measured["error"] = (measured["predicted"] - measured["lambda_max"]) / measured["lambda_max"]
     measured.to_csv(out / "validation.csv", index=False)
@@ -126,7 +126,7 @@ def main() -> None:
     top = measured.loc[measured["lambda_max"].idxmax()]
     result = {
         "runs": {"duration": duration, "warmup": a.warmup, "timeout": a.timeout, "capacity_runs_per_rate": a.runs, "step": step, "neighbours": neighbours},
-        "grid": {"M": Ms, "N": Ns, "L": grid.L, "not_overloaded": int((~grid.runs["overloaded"]).sum())},
+        "grid": {"M": Ms, "N": Ns, "L": grid.L, "not_overloaded": int((~grid.runs["overloaded"]).sum()), "served_overloaded": _served_overloaded(grid)},
         "optimum": {"M": M0, "N": N0, "lambda_predicted": float(best["lambda"])},
         "validation": measured.to_dict(orient="records"),
         "measured_best": {"M": int(top.M), "N": int(top.N), "lambda_max": float(top.lambda_max)},
@@ -137,6 +137,26 @@ def main() -> None:
     # the live server's timing is the machine's, so the figures do not regenerate exactly.
     write_result(out, result, range(1, a.runs + 1))
     _claims(result).write(out)
+
+
+def _served_overloaded(grid: ProfileGrid) -> dict[str, float]:
+    """Sessions/s each profiled (M, N) served in its runs past capacity ("M,N": mean)."""
+    over = grid.runs[grid.runs["overloaded"]]
+    return {f"{m},{n}": float(g["served"].mean()) for (m, n), g in over.groupby(["M", "N"])}
+
+
+def _ceiling(result: dict) -> str:
+    """A method claim's miss: what the profile says held the server, where it says it."""
+    served = result["grid"].get("served_overloaded")
+    if not served:
+        return "not diagnosed: the live profile is a few M × 2 N points of short runs on a server whose timings are the machine's"
+    lo, hi = min(served.values()), max(served.values())
+    return (
+        f"a ceiling that is not the pools': past capacity every profiled (M, N) served {lo:.2f}–{hi:.2f} sessions/s "
+        f"(spread {hi / lo - 1:.0%}), about what the interpreter's one core allows with the paper's CPU snippets (~1.9, this "
+        f"script's estimate), while the method, which knows only the pools' hold times, predicts {result['optimum']['lambda_predicted']:.2f} "
+        f"at its optimum; the measured maxima lie lower still: the rates at which a 30 s run serves every request within the 1 s pool timeout"
+    )
 
 
 def _claims(result: dict) -> Ledger:
@@ -153,7 +173,7 @@ def _claims(result: dict) -> Ledger:
         "M0 is the best",
         {"M0": M0, "measured_best_M": [int(k[2:]) for k, x in measured.items() if x == top], "N": N0},
         Criterion("M0 among the measured best M", lambda ours, paper: ours["M0"] in ours["measured_best_M"]),
-        "not diagnosed: the live profile is a few M × 2 N points of short runs on a server whose timings are the machine's",
+        _ceiling(result),
         testable=spread_beyond(step, " sessions/s", "one step of the capacity search"),
         testable_data=measured,
     )
@@ -162,7 +182,7 @@ def _claims(result: dict) -> Ledger:
         ERROR_BOUND,
         result["error_at_optimum"],
         Criterion(f"|error| at most {ERROR_BOUND:.0%}", lambda ours, paper: abs(ours) <= paper),
-        "not diagnosed; the live runs are short with a 1 s pool timeout, far shorter than the paper's",
+        _ceiling(result),
         # A search in steps of the 5% it scores decides only errors far from it (the first
         # live study's step was 5% of λ); RESOLUTION is a fifth of it.
         testable=ERROR_DECIDED,
@@ -173,14 +193,14 @@ def _claims(result: dict) -> Ledger:
         "measured ≤ method (within one step)",
         v[(M0, N0)]["lambda_max"] - result["optimum"]["lambda_predicted"],
         Criterion("at most one step of the capacity search", lambda ours, paper: ours <= step * (1 + 1e-9)),
-        "not diagnosed",
+        _ceiling(result),
     )
     ledger.check(
         "The optimal (M, N) has N very close to M (§5.3: (8, 6), (14, 11), (30, 26)): N / M",
         min(n / m for m, n in PAPER_OPTIMA),
         N0 / M0,
         Criterion(f"N / M at least {CLOSE_N:g}", lambda ours, paper: ours >= CLOSE_N),
-        "not diagnosed",
+        _ceiling(result),
     )
     c = {(r["caching"], r["type"]): r for r in result["caching"]}
     ledger.check(
