@@ -200,3 +200,23 @@ def test_contention_is_recovered_from_two_loads(tmp_path, per, cap):
     assert cal.model["tiers"]["app"]["pools"]["db"]["acquire_contention"]["per"] == cal.growth.per
     with pytest.raises(InputError, match="two loads"):
         calibrate(folders[1:], model, contention=True)
+
+
+def test_under_a_cpu_budget_the_station_is_the_budgets_not_what_the_process_used():
+    """A process held to one core that used 0.76 of it in the busy windows of runs below
+    capacity: the twin's station is the quota's (one core at full speed), as the quota is
+    the process's to use; without a budget the same windows make one core at 0.76."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from tierlab.experiments.twin.calibrate import BUSY, BUSY_WINDOWS, effective_cores
+
+    windows = pd.DataFrame({"concurrency": [BUSY] * BUSY_WINDOWS, "cpu": [0.7, 0.82] * (BUSY_WINDOWS // 2) + [0.76] * (BUSY_WINDOWS % 2)})
+    m = SimpleNamespace(windows=windows)
+    budgeted = effective_cores(m, 1.0)  # type: ignore[arg-type]
+    assert (budgeted["cores"], budgeted["speed"]) == (1.0, 1.0) and budgeted["busy_mean"] == pytest.approx(0.76)
+    half = effective_cores(m, 0.5)  # type: ignore[arg-type]
+    assert (half["cores"], half["speed"]) == (1.0, 0.5)
+    shared = effective_cores(m)  # type: ignore[arg-type]
+    assert shared["cores"] == 1.0 and shared["speed"] == pytest.approx(0.76)

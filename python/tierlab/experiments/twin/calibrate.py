@@ -480,7 +480,7 @@ def _twin(
         )
     notes.append(
         f"{m.tier}: {int(cores['cores'])} effective core(s) (the process's CPU ceiling with 2+ requests in service: {cores['ceiling']:.2f}), "
-        f"at {cores['speed']:.2f} of its speed (its mean CPU then); its CPU demands are divided by {cores['speed']:.2f}"
+        f"at {cores['speed']:.2f} of its speed ({'its live CPU budget' if cpu_budget.recorded(t for _, t in read).get(m.tier) is not None else 'its mean CPU then'}); its CPU demands are divided by {cores['speed']:.2f}"
     )
     if outside > 0:
         notes.append(
@@ -515,9 +515,14 @@ def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: flo
 def effective_cores(m: Measured, budget: float | None = None) -> dict[str, float]:
     """The process's effective cores, from data: the 95th percentile of its CPU (cores
     busy) over the windows in which two or more requests were in service — where a
-    second core, if the process could use one, would show. Under a CPU `budget` (the
-    testbed's cgroup, `live up --cpu`) the station's cores are the budget's whole cores
-    (`cpu_budget.station`), not the ceiling's, and its speed what the process got of them."""
+    second core, if the process could use one, would show; its speed, what the process
+    got of them then (`busy_mean` ÷ cores: the rest was other processes'). Under a CPU
+    `budget` (the testbed's cgroup, `live up --cpu`) the station is the budget's
+    (`cpu_budget.station`: its whole cores, at the budget's share of them), whatever the
+    process used: a quota is the process's to use, and in calibration runs below capacity
+    it used less — on the JVM bookstore held to one core, 0.76 of it with two requests in
+    service, and a twin slowed to that saturated at 0.76 core where live served 1.7× more
+    (studies/results/twin_java_budget_quick)."""
     w = m.windows
     busy = w[w["concurrency"] >= BUSY]
     if len(busy) < BUSY_WINDOWS:
@@ -526,8 +531,11 @@ def effective_cores(m: Measured, budget: float | None = None) -> dict[str, float
             "(README, 'A run busy enough to calibrate': `tierlab live run examples/twin_calibration.yaml --out DIR`)"
         )
     ceiling = float(np.quantile(busy["cpu"], CEILING_QUANTILE))
-    cores = max(1, round(ceiling)) if budget is None else cpu_budget.station(budget)["cores"]
     got = float(busy["cpu"].mean())
+    if budget is not None:
+        station = cpu_budget.station(budget)
+        return {"ceiling": ceiling, "windows": float(len(busy)), "cores": float(station["cores"]), "busy_mean": got, "speed": station["speed"]}
+    cores = max(1, round(ceiling))
     # Not capped at 1: on a quiet machine the bookstore's process got 1.11 cores with one
     # interpreter lock (SQLite's statements run outside it), and a twin held to one
     # core served 10-14% less than the run it was calibrated on.

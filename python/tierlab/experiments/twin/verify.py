@@ -177,7 +177,8 @@ def live_speed(trace: Trace, tiers: dict[str, int | None]) -> float:
     calibrated speed, the machine, not the twin, changed."""
     try:
         m = measured([("step", trace)], tiers)
-        return effective_cores(m, cpu_budget.recorded([trace]).get(m.tier))["speed"]
+        e = effective_cores(m, cpu_budget.recorded([trace]).get(m.tier))
+        return e["busy_mean"] / e["cores"]
     except InputError:
         return float("nan")
 
