@@ -82,7 +82,9 @@ def test_predicted_vs_measured_sizing():
     rep = report([("sim", jmeter.read(FIXTURES / "jmeter_results.jtl"))], validation=LIVE_VALIDATION)
     assert rep.sections[0] == "validation"
     errors = pd.read_csv(LIVE_VALIDATION).error
-    assert f"mean absolute error {errors.abs().mean():.1%} over {errors.notna().sum()} configurations" in rep.html  # M0 + 1, + 2 lie past the profiled M: no prediction
+    assert (
+        f"mean absolute error {errors.abs().mean():.1%} over {errors.notna().sum()} configurations" in rep.html
+    )  # M0 + 1, + 2 lie past the profiled M: no prediction
     both = report([("sim", jmeter.read(FIXTURES / "jmeter_results.jtl"))], sizing=SIZING, validation=MEASURED)
     assert both.sections[:2] == ["sizing", "validation"]
 
