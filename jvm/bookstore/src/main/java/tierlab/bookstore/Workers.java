@@ -53,6 +53,9 @@ final class Workers extends ThreadPoolExecutor {
             double start = Windows.now();
             if (waited) {
                 stats.waitEnds(start);
+                if (HandOffProbe.ON) {
+                    HandOffProbe.started(now, start);
+                }
             }
             // The worker is held from its task's start to its end, as the model's threads
             // token is held for the whole request: counted in the servlet filter instead,
@@ -68,7 +71,11 @@ final class Workers extends ThreadPoolExecutor {
             } finally {
                 DISPATCH.remove();
                 running.decrementAndGet();
-                stats.released(Windows.now());
+                double end = Windows.now();
+                stats.released(end);
+                if (HandOffProbe.ON) {
+                    HandOffProbe.released(end);
+                }
             }
         });
     }
