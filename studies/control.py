@@ -10,11 +10,13 @@ threads) and `twin` (docs/control.md).
     python studies/control.py            # seeds 1, 2, 3
     python studies/control.py --live --quick --twin TWIN.yaml   # the live half, the load step
     python studies/control.py --live --twin TWIN.yaml           # the load step and the mix shift
+    python studies/control.py --live --server java --cpu app=1 --rate R --twin TWIN.yaml
 
 The live half (`_live`) runs the scenarios but the slow database (a delay per statement
 is refused live) on a SQLite testbed through `tierlab control`'s loop, the timeline
-compressed (LIVE_TIME) and the session rates scaled to the live server (LIVE_RATE);
-without a hindsight grid. Results in results/control_live[_quick].
+compressed (LIVE_TIME) and the session rates scaled to the live server (`--rate`,
+default LIVE_RATE); without a hindsight grid. Results in results/control_live[_quick]
+(the Python bookstore) or results/control_live_java[_quick] (the JVM's).
 
 The sessions think 1 s (the example: 10 s) so that the request rate follows a
 session-rate step within ~15 s, a session's lifetime (docs/phases.md): the issue's
@@ -61,8 +63,10 @@ import pandas as pd
 import yaml
 
 import tierlab
+from tierlab.errors import InputError
 from tierlab.experiments.study.claims import Criterion, Ledger, below, each
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
+from tierlab.live import cpu_budget
 from tierlab.model import LoadedModel, load_model
 from tierlab.trace.schema import ControlDecision
 
@@ -140,7 +144,16 @@ def main() -> None:
         "--live", action="store_true", help="the live half instead: the scenarios on a SQLite testbed through tierlab control (results/control_live[_quick])"
     )
     ap.add_argument("--twin", type=Path, help="--live: the live testbed's twin (tierlab twin calibrate) for the twin strategy; without, twin is not run")
+    ap.add_argument("--server", choices=["python", "java"], default="python", help="--live: the bookstore's runtime (`live up --server`)")
+    ap.add_argument("--cpu", help="--live: CPU budgets of the testbed's tiers, e.g. app=1 (`live up --cpu`)")
+    ap.add_argument("--rate", type=float, default=LIVE_RATE, help=f"--live: the scenarios' session rates times this (default {LIVE_RATE:g})")
     a = ap.parse_args()
+    if not a.live and (a.server != "python" or a.cpu or a.rate != LIVE_RATE or a.twin):
+        ap.error("--server, --cpu, --rate and --twin are options of the live half: add --live")
+    try:
+        a.cpu = cpu_budget.parse(a.cpu) if a.cpu else None
+    except InputError as e:
+        ap.error(str(e))
     base = load_model(MODEL).with_changes({"run.window": 1.0, "workload.think": {"exponential": THINK}})
     scenarios = yaml.safe_load(SCENARIOS.read_text())
     scenarios["mix_shift"][0] = scenarios["mix_shift"][0] | {"session_rate": MIX_SHIFT_RATE}
@@ -180,7 +193,7 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
     from tierlab.live.testbed import Testbed
     from tierlab.model.spec import Twin
 
-    out = output_dir("control_live", a)
+    out = output_dir("control_live" if a.server == "python" else "control_live_java", a)
     run = base.spec.run
     live = base.with_changes({"run.duration": run.duration * LIVE_TIME, "run.warmup": run.warmup * LIVE_TIME, "run.records": True, "run.seed": 1})
     strategies = [s for s in STRATEGIES if s != "twin" or a.twin is not None]
@@ -188,11 +201,12 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
     mapping = load_mapping(ROOT / "examples" / "tpcw_http.yaml")
     bounds = cast(Bounds, {k: tuple(v) for k, v in BOUNDS.items()})
     rows, decisions = [], []
-    with tempfile.TemporaryDirectory() as workdir, Testbed.started(Path(workdir) / "live", db="sqlite", threads=20, connections=15) as bed:
+    with (
+        tempfile.TemporaryDirectory() as workdir,
+        Testbed.started(Path(workdir) / "live", db="sqlite", threads=20, connections=15, server=a.server, cpu=a.cpu) as bed,
+    ):
         for name in LIVE_SCENARIOS[: 1 if a.quick else None]:
-            changes = [
-                p | {"at": p["at"] * LIVE_TIME} | ({"session_rate": p["session_rate"] * LIVE_RATE} if "session_rate" in p else {}) for p in scenarios[name]
-            ]
+            changes = [p | {"at": p["at"] * LIVE_TIME} | ({"session_rate": p["session_rate"] * a.rate} if "session_rate" in p else {}) for p in scenarios[name]]
             phases = _phases(live, name, changes)
             for strategy in strategies:
                 model = live.with_changes({"workload.phases": changes})
@@ -232,8 +246,10 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
         out,
         {
             "testbed": "sqlite",
+            "server": a.server,
+            "cpu": a.cpu,
             "time_scale": LIVE_TIME,
-            "rate_scale": LIVE_RATE,
+            "rate_scale": a.rate,
             "slo_p99_s": SLO,
             "twin_file": str(a.twin) if a.twin else None,
             "strategies": per,
