@@ -69,7 +69,7 @@ def main() -> None:
     os.environ["JDK_JAVA_OPTIONS"] = (os.environ.get("JDK_JAVA_OPTIONS", "") + " -Dtierlab.handoff.probe=true").strip()
     rows = []
     with own_testbed("handoff-probe", "sqlite", cpu=CPU, server="java") as bed:
-        log = bed.state.workdir / "server.log"
+        log = Path(bed.state.workdir) / "server.log"
         _, runner, model = live_setup(bed, s, out)
         for repeat in range(REPEATS):
             for load in LOADS:
