@@ -205,6 +205,18 @@ def test_a_live_run_through_the_unchanged_testbed(bed):
     assert trace.summary["missing"].get("app.phases") is None
 
 
+def test_a_hand_off_is_part_of_its_wait(bed):
+    """The JVM's pools count a granted wait's hand-off inside the wait (PoolStats.handedOver:
+    from the later of the wait's start and the pool's last release to the grant, less the
+    taker's time on a run queue), so no pool hands off more token-seconds than its
+    requests waited; with one thread, requests wait."""
+    trace = bed.run(live_model(**{"run.duration": 6, "run.warmup": 1, "tiers.app.pools.threads.size": 1, "tiers.app.pools.db.size": 1}), HTTP)
+    pools = trace.summary["tiers"]["app"]["servers"][0]["pools"]
+    assert pools["threads"]["waited"] > 0
+    for name, p in pools.items():
+        assert 0.0 <= p["mean_handing_off"] <= p["mean_queued"] + 1e-9, (name, p)
+
+
 def test_a_cluster_of_jvm_servers_behind_the_proxy(tmp_path):
     """`live up --model --server java`: two JVM bookstores behind the dispatcher proxy,
     one database; each request recorded by the server the proxy chose."""

@@ -12,6 +12,15 @@ import java.util.function.IntSupplier;
  * start, and per window busy, busy_max, queued and handing_off (integrals) and the
  * acquired, waited, timed_out and rejected counts. The pool itself is the library's;
  * this only counts around it.
+ *
+ * <p>handing_off is not pool.py's level (tokens free while requests wait) but each
+ * granted wait's hand-off as the waiter lived it: from the later of its wait's start and
+ * the pool's last release, to its grant, less the time the taking thread spent runnable
+ * on a CPU's run queue (RunQueue). In a model a token passes at once and the request it
+ * goes to then queues for the CPU; here the thread that takes it must first get a core,
+ * and under a one-core budget that wait was most of the level's 0.2–0.6 ms per thread
+ * wait (investigations/twin/results/handoff_probe): counted as the pool's, the twin
+ * charged it twice, as a hand-off and in its CPU queue.
  */
 final class PoolStats {
     static final List<String> EVENTS = List.of("acquired", "waited", "timed_out", "rejected");
@@ -24,7 +33,8 @@ final class PoolStats {
     private long rejected;
     private Windows.Level busyLevel;
     private Windows.Level queuedLevel;
-    private Windows.Level handingOff;
+    private Windows.Intervals handingOff;
+    private double lastReleased = Double.NEGATIVE_INFINITY;
     private Map<String, Windows.Counts> events;
 
     PoolStats(IntSupplier size, double timeout) {
@@ -48,22 +58,16 @@ final class PoolStats {
     synchronized void observe(double origin, double window) {
         busyLevel = new Windows.Level(origin, window, busy);
         queuedLevel = new Windows.Level(origin, window, queued);
-        handingOff = new Windows.Level(origin, window, promised());
+        handingOff = new Windows.Intervals(origin, window);
         events = new LinkedHashMap<>();
         for (String e : EVENTS) {
             events.put(e, new Windows.Counts(origin, window));
         }
     }
 
-    /** Tokens free while requests wait: each is being handed to a waiter (as pool.py counts it). */
-    private int promised() {
-        return Math.max(0, Math.min(size() - busy, queued));
-    }
-
     private void levels(double now) {
         busyLevel.set(now, busy);
         queuedLevel.set(now, queued);
-        handingOff.set(now, promised());
     }
 
     /** Whether an acquisition now would wait: every token held, or others already waiting. */
@@ -77,9 +81,23 @@ final class PoolStats {
         levels(now);
     }
 
+    /** A wait ends now, granted or not. */
     synchronized void waitEnds(double now) {
         queued--;
         levels(now);
+    }
+
+    /**
+     * A wait that began at `asked` is granted at `now`, its thread having spent
+     * `runQueued` seconds of it runnable on a run queue (0 where not measured): its
+     * hand-off, the part of the wait after a token came free, less that.
+     */
+    synchronized void handedOver(double asked, double now, double runQueued) {
+        double from = Math.max(asked, lastReleased);
+        double to = now - Math.max(0.0, runQueued);
+        if (to > from) {
+            handingOff.add(from, to);
+        }
     }
 
     synchronized void granted(double now) {
@@ -101,6 +119,7 @@ final class PoolStats {
 
     synchronized void released(double now) {
         busy--;
+        lastReleased = now;
         levels(now);
     }
 
@@ -113,7 +132,7 @@ final class PoolStats {
         levels(now);
     }
 
-    /** After a resize: the free tokens, hence handing_off, changed. */
+    /** After a resize: the free tokens changed. */
     synchronized void resized(double now) {
         levels(now);
     }
@@ -138,7 +157,7 @@ final class PoolStats {
         out.put("busy", busyLevel.areas(now, n));
         out.put("busy_max", busyLevel.peaks(n));
         out.put("queued", queuedLevel.areas(now, n));
-        out.put("handing_off", handingOff.areas(now, n));
+        out.put("handing_off", handingOff.windows(List.of(), now, n));
         for (String e : EVENTS) {
             out.put(e, events.get(e).windows(n));
         }

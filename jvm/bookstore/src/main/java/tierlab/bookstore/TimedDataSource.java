@@ -68,8 +68,10 @@ final class TimedDataSource implements DataSource {
         double cpu = RequestContext.cpu();
         boolean waited = stats.full();
         double asked = Windows.now();
+        double runDelay = Double.NaN;
         if (waited) {
             stats.waitBegins(asked);
+            runDelay = RunQueue.delay();
         }
         Connection real;
         try {
@@ -90,6 +92,7 @@ final class TimedDataSource implements DataSource {
         double now = Windows.now();
         if (waited) {
             stats.waitEnds(now);
+            stats.handedOver(asked, now, RunQueue.since(runDelay));
         }
         stats.granted(now);
         ctx.poolCpuTime += RequestContext.cpu() - cpu;

@@ -18,8 +18,16 @@ import java.util.function.IntConsumer;
 final class Workers extends ThreadPoolExecutor {
     /** The hand-over of the task now running on this thread, until a request takes it. */
     private static final ThreadLocal<Dispatch> DISPATCH = new ThreadLocal<>();
+    /** Read once with the pool's class, so that the probe, if on, reports from the server's start. */
+    private static final boolean PROBE = HandOffProbe.ON;
 
     record Dispatch(double arrived, boolean waited) {}
+
+    /** A worker's last release: when, and its run-queue seconds then (NaN: not read). */
+    private record Released(double time, double runDelay) {}
+
+    /** This worker's last release, for the hand-off of the next waited task it takes. */
+    private static final ThreadLocal<Released> RELEASED = new ThreadLocal<>();
 
     final PoolStats stats;
     private final AtomicInteger running = new AtomicInteger();
@@ -53,16 +61,21 @@ final class Workers extends ThreadPoolExecutor {
             double start = Windows.now();
             if (waited) {
                 stats.waitEnds(start);
-                if (HandOffProbe.ON) {
-                    HandOffProbe.started(now, start);
+                Released last = RELEASED.get();
+                // A worker idle when the task came was parked: once woken, its wait for a
+                // core is the CPU's queue, which a model holds in its CPU station.
+                boolean woken = last == null || last.time < now;
+                double runQueued = woken && last != null ? RunQueue.since(last.runDelay) : 0.0;
+                stats.handedOver(now, start, runQueued);
+                if (PROBE) {
+                    HandOffProbe.add(!woken, start - (woken ? now : last.time), runQueued);
                 }
             }
             // The worker is held from its task's start to its end, as the model's threads
-            // token is held for the whole request: counted in the servlet filter instead,
-            // the response's write and Tomcat's own work after it looked like a token
-            // free while requests waited — a 763 µs "hand-off" per wait on twin_java_quick,
-            // where the executor's next task starts on the same worker within microseconds.
-            // The filter counts the grant, once it knows the task carries a request.
+            // token is held for the whole request (counted in the servlet filter instead,
+            // the response's write and Tomcat's own work after it would look like a token
+            // free while requests wait). The filter counts the grant, once it knows the
+            // task carries a request.
             stats.taken(start);
             running.incrementAndGet();
             DISPATCH.set(new Dispatch(now, waited));
@@ -73,9 +86,10 @@ final class Workers extends ThreadPoolExecutor {
                 running.decrementAndGet();
                 double end = Windows.now();
                 stats.released(end);
-                if (HandOffProbe.ON) {
-                    HandOffProbe.released(end);
-                }
+                // Read only where the worker is about to park (nothing queued): one that goes
+                // straight on to a queued task spends microseconds on a run queue
+                // (handoff_probe: 2-10 µs of its 20-35 µs hand-off), not worth a read each.
+                RELEASED.set(new Released(end, getQueue().isEmpty() ? RunQueue.delay() : Double.NaN));
             }
         });
     }
