@@ -64,3 +64,16 @@ def test_every_committed_result_starts_with_its_provenance(path):
 def test_every_study_folder_has_its_ledger():
     folders = {p.parent.name for p in (ROOT / "studies" / "results").glob("*/result.json")}
     assert sorted(f for f in folders if not (ROOT / "studies" / "results" / f / "claims.json").exists()) == []
+
+
+MODEL_FILES = sorted(p for d in ("studies/results", "investigations/twin/results") for p in (ROOT / d).rglob("twin.yaml"))
+
+
+@pytest.mark.parametrize("path", MODEL_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_committed_twin_loads_where_it_is(path):
+    """A twin a study wrote outside the tree and copied in names its chain relative to
+    where it was written: committed, it must load from where it is (as `control.py --twin`
+    and `size optimize` read it)."""
+    from tierlab.model import load_model
+
+    assert load_model(path).spec.tiers
