@@ -7,8 +7,12 @@ import java.nio.file.Path;
 /**
  * The calling thread's time on a CPU's run queue: runnable, not running (Linux's
  * run_delay in /proc/thread-self/schedstat, nanoseconds since the thread started). The
- * pools take it out of their hand-offs (PoolStats.handedOver). A read costs a few
- * microseconds, so the pools read it only around waits.
+ * pools take it out of their hand-offs (PoolStats.handedOver). A read costs about 10 µs
+ * (100,000 reads in a loop, Java 17, on the 2-core test machine, 2026-11-28): 2% of a
+ * request's 0.56 ms of CPU. So the pools read it only around waits: a connection waiter
+ * at its wait's ends, a worker when it leaves a task with none queued (it is about to
+ * park: every request when the load is light, few when tasks queue) and when it takes a
+ * waited task.
  */
 final class RunQueue {
     private static final Path SCHEDSTAT = Path.of("/proc/thread-self/schedstat");
