@@ -58,8 +58,8 @@ def test_v1_group_under_this_process_cgroup_with_its_quota(tmp_path):
     h = _v1(tmp_path, "/engineers/me")
     assert h.version == 1 and h.parent == tmp_path / "cpu" / "engineers" / "me"
     group = h.limit("tierlab-x-app", 0.3)
-    assert (group / "cpu.cfs_period_us").read_text() == "100000\n"
-    assert (group / "cpu.cfs_quota_us").read_text() == "30000\n"
+    assert (group / "cpu.cfs_period_us").read_text() == "10000\n"
+    assert (group / "cpu.cfs_quota_us").read_text() == "3000\n"
     assert cpu_budget.quota_cores(group) == pytest.approx(0.3)
     h.move(group, [4242])
     assert (group / "cgroup.procs").read_text() == "4242\n"
@@ -70,8 +70,31 @@ def test_v2_group_enables_the_controller_and_writes_cpu_max(tmp_path):
     assert h.version == 2 and h.parent == tmp_path / "cg" / "user.slice"
     group = h.limit("tierlab-x-db", 0.5)
     assert (h.parent / "cgroup.subtree_control").read_text() == "+cpu\n"
-    assert (group / "cpu.max").read_text() == "50000 100000\n"
+    assert (group / "cpu.max").read_text() == "5000 10000\n"
     assert cpu_budget.quota_cores(group) == pytest.approx(0.5)
+
+
+def test_a_small_budget_gets_a_longer_period_never_a_larger_quota(tmp_path):
+    h = _v1(tmp_path, "/")
+    group = h.limit("tierlab-x-app", 0.05)  # 0.5 ms in 10 ms is under the kernel's 1 ms
+    assert (group / "cpu.cfs_period_us").read_text() == "20000\n"
+    assert (group / "cpu.cfs_quota_us").read_text() == "1000\n"
+    assert cpu_budget.quota_cores(group) == pytest.approx(0.05)
+    with pytest.raises(InputError, match="least budget"):
+        cpu_budget.parse("app=0.0005")
+
+
+def test_throttling_reads_either_version_and_subtracts(tmp_path):
+    (tmp_path / "cpu.stat").write_text("nr_periods 400\nnr_throttled 60\nthrottled_time 2700000000\n")
+    v1 = cpu_budget.Throttling.read(tmp_path)
+    assert v1 == cpu_budget.Throttling(400, 60, 2.7)
+    (tmp_path / "cpu.stat").write_text("usage_usec 9\nuser_usec 5\nsystem_usec 4\nnr_periods 500\nnr_throttled 70\nthrottled_usec 3000000\n")
+    v2 = cpu_budget.Throttling.read(tmp_path)
+    assert v2 == cpu_budget.Throttling(500, 70, 3.0)
+    assert v2 - v1 == cpu_budget.Throttling(100, 10, pytest.approx(0.3))
+    rows = cpu_budget.series({"app": 1.0}, {"app": "web"}, {"app": v1}, end=30.0)
+    assert rows.set_index("metric").value.to_dict() == {"budget_cores": 1.0, "periods": 400.0, "throttled_periods": 60.0, "throttled_s": 2.7}
+    assert rows.set_index("metric").t.to_dict() == {"budget_cores": 0.0, "periods": 30.0, "throttled_periods": 30.0, "throttled_s": 30.0}
 
 
 def test_no_cpu_controller_is_unavailable_with_the_reason(tmp_path):

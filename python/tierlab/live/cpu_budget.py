@@ -33,8 +33,14 @@ from ..model.spec import Cpu
 from ..trace import Trace
 
 ROLES = ("app", "db")  # the testbed's tiers: the bookstore's process(es), the database's
-PERIOD_US = 100_000  # the CFS period: the kernel's default, 100 ms
+# The CFS period: 10 ms, not the kernel's default 100 ms. A group that runs threads on
+# every core spends its quota early in the period and then stops until the period ends:
+# under 100 ms the JVM at one core of two stopped 45 ms at a time, which a one-core
+# machine never does, and its mean response time doubled at 80% load
+# (investigations/twin/results/quota_period). A tenth of the period, a tenth of the stop.
+PERIOD_US = 10_000
 MIN_QUOTA_US = 1_000  # the kernel refuses a quota under 1 ms
+MAX_PERIOD_US = 1_000_000  # and a period over 1 s
 
 
 class Unavailable(Exception):
@@ -57,6 +63,7 @@ def parse(text: str) -> dict[str, float]:
             raise InputError(f"--cpu: {role}={value}: the cores must be a positive number")
         if role in out:
             raise InputError(f"--cpu: {role} is given twice")
+        period_for(cores)  # one the kernel can hold
         out[role] = cores
     if not out:
         raise InputError("--cpu: give at least one TIER=CORES (e.g. app=0.5)")
@@ -117,20 +124,25 @@ class Hierarchy:
             raise Unavailable(f"the cgroup v2 tree at {parent} does not offer the cpu controller ({controllers})")
         return cls(2, parent)
 
-    def limit(self, name: str, cores: float) -> Path:
+    def limit(self, name: str, cores: float, period_us: int = PERIOD_US) -> Path:
         """A group `name` under the parent, its quota `cores` cores per period (made, or
-        its quota reset if it exists)."""
-        quota = max(MIN_QUOTA_US, round(cores * PERIOD_US))
+        its quota reset if it exists). A budget too small for a 1 ms quota in the period
+        gets a longer period (`period_for`), never a larger budget."""
+        period = period_for(cores, period_us)
+        quota = round(cores * period)
         group = self.parent / name
         try:
             if self.version == 2:
                 _enable_cpu(self.parent)
             group.mkdir(exist_ok=True)
             if self.version == 1:
-                (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+                # The kernel checks a quota against the period in force: the quota is
+                # unset first so that neither write is refused by the other's old value.
+                (group / "cpu.cfs_quota_us").write_text("-1\n")
+                (group / "cpu.cfs_period_us").write_text(f"{period}\n")
                 (group / "cpu.cfs_quota_us").write_text(f"{quota}\n")
             else:
-                (group / "cpu.max").write_text(f"{quota} {PERIOD_US}\n")
+                (group / "cpu.max").write_text(f"{quota} {period}\n")
         except OSError as e:
             raise Unavailable(f"cannot make the cgroup {group} and set its quota: {e}") from None
         return group
@@ -142,6 +154,36 @@ class Hierarchy:
                 (group / "cgroup.procs").write_text(f"{pid}\n")
         except OSError as e:
             raise Unavailable(f"cannot move process {pid} into {group}: {e}") from None
+
+
+def period_for(cores: float, period_us: int = PERIOD_US) -> int:
+    """The period for a budget of `cores`: `period_us`, or as much longer as the kernel's
+    1 ms least quota needs (0.05 core: 20 ms), up to its 1 s longest period."""
+    period = max(period_us, math.ceil(MIN_QUOTA_US / cores))
+    if period > MAX_PERIOD_US:
+        raise InputError(f"--cpu: {cores:g} cores is under the least budget the kernel can hold ({MIN_QUOTA_US / MAX_PERIOD_US:g} core: 1 ms per 1 s)")
+    return period
+
+
+@dataclass(frozen=True)
+class Throttling:
+    """A group's CFS bandwidth record (`cpu.stat`) since it was made: the periods in which
+    it ran, those in which it used up its quota and was stopped, and the seconds it
+    stood stopped (summed over its CPUs)."""
+
+    periods: int
+    throttled: int
+    seconds: float
+
+    @classmethod
+    def read(cls, group: str | Path) -> Throttling:
+        """v1 counts its stopped time in ns (`throttled_time`), v2 in µs (`throttled_usec`)."""
+        stat = dict(line.split() for line in (Path(group) / "cpu.stat").read_text().splitlines() if line.strip())
+        seconds = int(stat["throttled_time"]) / 1e9 if "throttled_time" in stat else int(stat.get("throttled_usec", 0)) / 1e6
+        return cls(int(stat.get("nr_periods", 0)), int(stat.get("nr_throttled", 0)), seconds)
+
+    def __sub__(self, before: Throttling) -> Throttling:
+        return Throttling(self.periods - before.periods, self.throttled - before.throttled, self.seconds - before.seconds)
 
 
 def _enable_cpu(parent: Path) -> None:
@@ -212,14 +254,32 @@ def apply(budgets: dict[str, float], processes: dict[str, list[int]], workdir: P
 
 
 BUDGET_METRIC = "budget_cores"  # the timeseries' record of a tier's budget (resource cpu)
+# And of its throttling over the run (`Throttling`, at the run's end): the periods it ran
+# in, those it was stopped in, and the seconds it stood stopped.
+THROTTLE_METRICS = ("periods", "throttled_periods", "throttled_s")
 
 
-def series(cpu: dict[str, float], tiers: dict[str, str]) -> pd.DataFrame:
-    """A live trace's record of the budgets in force: one timeseries row per tier (the
-    model's tier name for each role in `tiers`), at t = 0, resource `cpu`, metric
-    `budget_cores`, its cores."""
+def series(cpu: dict[str, float], tiers: dict[str, str], throttling: dict[str, Throttling] | None = None, end: float = 0.0) -> pd.DataFrame:
+    """A live trace's record of the budgets in force: per tier (the model's tier name for
+    each role in `tiers`), resource `cpu`, its cores at t = 0 (metric `budget_cores`),
+    and at t = `end` its `throttling` over the run where read (THROTTLE_METRICS): how
+    far the budget behaved like a machine of its size, which never stops."""
     rows = [(0.0, tiers[role], 0, "cpu", BUDGET_METRIC, cores) for role, cores in cpu.items()]
+    for role, t in (throttling or {}).items():
+        rows += [(end, tiers[role], 0, "cpu", metric, float(v)) for metric, v in zip(THROTTLE_METRICS, (t.periods, t.throttled, t.seconds))]
     return pd.DataFrame(rows, columns=["t", "tier", "server", "resource", "metric", "value"])
+
+
+def throttled(groups: dict[str, str]) -> dict[str, Throttling]:
+    """Each group's `Throttling` now, by role; a group that cannot be read is left out
+    (the trace then has no throttling record for it)."""
+    out = {}
+    for role, group in groups.items():
+        try:
+            out[role] = Throttling.read(group)
+        except (OSError, KeyError, ValueError):
+            continue
+    return out
 
 
 def recorded(traces: Iterable[Trace]) -> dict[str, float]:

@@ -157,12 +157,14 @@ class Testbed:
         database = Database(self.state.db) if self.state.kind == "postgres" else None
         unstated = statements.reset(database) if database is not None else None
         stopped: KeyboardInterrupt | None = None
+        throttled_before = cpu_budget.throttled(self.state.cgroups)
         with Monitor(pids, window, origin) as mon:
             try:
                 trace = generate_load(loaded, mapping, target=self.state.target, also=self.state.targets()[1:], **load_args)
             except RunInterrupted as e:  # Ctrl-C: the server's side of what was measured is still joined
                 trace, stopped = e.result, e
         ends = [p.summary() for p in self.proxies]  # the run's counts end with its load, not after the collection
+        throttling = {role: t - throttled_before[role] for role, t in cpu_budget.throttled(self.state.cgroups).items() if role in throttled_before}
         s = trace.summary
         period = Period(window, s["warmup"], s["elapsed"] or 0.0)
         missing = mon.missing()
@@ -184,7 +186,9 @@ class Testbed:
             missing |= {f"{db}.statements": unread} if unread is not None else {}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
-        budgets = [cpu_budget.series(self.state.cpu, {"app": app, "db": db})] if self.state.cpu else []  # the tiers' sizes, for the twin
+        budgets = (
+            [cpu_budget.series(self.state.cpu, {"app": app, "db": db}, throttling, period.elapsed)] if self.state.cpu else []
+        )  # the tiers' sizes, for the twin
         control, control_series, unmerged = control_during(self.state.workdir, origin, period, app, initial)
         missing |= unmerged
         parts = [
