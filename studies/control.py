@@ -68,6 +68,7 @@ import pandas as pd
 import yaml
 
 import tierlab
+from tierlab.analysis.machine import machine
 from tierlab.errors import InputError
 from tierlab.experiments.study.claims import Criterion, Ledger, below, each
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
@@ -229,7 +230,10 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
             control_loop(bed.admins, strategy, bounds, INTERVAL, log, duration=model.spec.run.duration, say=lambda _: None, pids=bed.server_pids(), twin=twin)
             load.join()
             r, d = _rows(got["trace"], name, strategy, seed, phases, None)
-            rows += r
+            # The machine's speed in the run (the monitor's probe; None where the machine
+            # was never half idle): repeats hours apart are not on the same machine.
+            seen = machine([got["trace"]])
+            rows += [x | {"probe_ms": seen["cpu_probe_ms"], "load_1m": seen["load_1m"]} for x in r]
             decisions += d
             print(
                 f"{name}/{strategy}/s{seed}: "
