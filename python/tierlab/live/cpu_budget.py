@@ -33,11 +33,12 @@ from ..model.spec import Cpu
 from ..trace import Trace
 
 ROLES = ("app", "db")  # the testbed's tiers: the bookstore's process(es), the database's
-# The CFS period: 10 ms, not the kernel's default 100 ms. A group that runs threads on
-# every core spends its quota early in the period and then stops until the period ends:
-# under 100 ms the JVM at one core of two stopped 45 ms at a time, which a one-core
-# machine never does, and its mean response time doubled at 80% load
-# (investigations/twin/results/quota_period). A tenth of the period, a tenth of the stop.
+# The CFS period: 10 ms, not the kernel's default 100 ms. A group whose threads run on
+# every core is, within a period, a machine of all of them, and once the period's quota
+# is spent it stops until the period ends: under 100 ms the JVM at one core of two ran
+# 18% faster than pinned to one core at 80% load, and stopped 45 ms at a time nearer
+# capacity; under 10 ms its mean response time came within 3% of the pinned JVM's
+# (investigations/twin/results/quota_period). A tenth of the period bounds both.
 PERIOD_US = 10_000
 MIN_QUOTA_US = 1_000  # the kernel refuses a quota under 1 ms
 MAX_PERIOD_US = 1_000_000  # and a period over 1 s
