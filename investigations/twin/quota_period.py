@@ -33,6 +33,10 @@ Criteria, written before the run (2026-11-28 08:50 UTC), on the means over the r
   (or within the pinned mean's own 95% half-width, where that is wider);
 - what is left is the twin's: its predicted mean response time within 10% of the pinned
   JVM's at both loads (the JVM's mean-RT target; the same allowance).
+Added before the second run (2026-11-28 11:05 UTC), after twin_java_budget_quick's re-run
+under 10 ms found the JVM using ~36% more CPU per session than under 100 ms four hours
+before (not interleaved): the JVM's CPU-seconds per run (psutil, every thread) under the
+10 ms quota within 10% of the 100 ms quota's at both loads, the same steps.
 Live timings are the machine's; the figures do not regenerate exactly."""
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import psutil
 
 from tierlab.experiments.study.claims import Criterion, Ledger, each
 from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
@@ -116,13 +121,13 @@ def main() -> None:
                     (Path(group) / ("cpu.max" if v2 else "cpu.cfs_quota_us")).write_text("max 100000\n" if v2 else "-1\n")
                 pin.hold(jvm, pinned)
                 own_threads_on(every - {max(every)} if pinned else every)
-                before = cpu_budget.Throttling.read(group)
+                before, used = cpu_budget.Throttling.read(group), _cpu_s(jvm)
                 # The study's verification step, live and on the twin (its seed, the
                 # machine's speed against the calibration's): the twin study's own.
                 step = verify(
                     twin, bed, load_mapping(mapping), [round(load * CAPACITY, 2)], [(M, N)], report["cores"]["speed"], probe=report["machine"]["cpu_probe_ms"]
                 )
-                throttling = cpu_budget.Throttling.read(group) - before
+                throttling, used = cpu_budget.Throttling.read(group) - before, _cpu_s(jvm) - used
                 r = step.iloc[0]
                 rows.append(
                     {
@@ -134,6 +139,7 @@ def main() -> None:
                         "rt_p99_s": r["rt_p99.measured"],
                         "twin_rt_mean_s": r["rt_mean.predicted"],
                         "speed_machine": r["speed.machine"],
+                        "jvm_cpu_s": used,
                         "periods": throttling.periods,
                         "throttled_periods": throttling.throttled,
                         "throttled_s": throttling.seconds,
@@ -152,6 +158,12 @@ def main() -> None:
     table = pd.DataFrame(rows)
     table.to_csv(out / "runs.csv", index=False)
     score(table, out)
+
+
+def _cpu_s(pid: int) -> float:
+    """The JVM's CPU-seconds so far (all its threads: JIT and GC included)."""
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
 
 
 def score(table: pd.DataFrame, out: Path) -> None:
@@ -182,6 +194,17 @@ def score(table: pd.DataFrame, out: Path) -> None:
         predicted,
         each(Criterion("within its allowance", lambda ours, paper: abs(ours["ratio"]) <= ours["allowed"])),
         "the twin misses a one-core JVM's mean response time too: a mechanism beyond the quota (runs.csv)",
+    )
+    cost = {
+        f"{x:.0%}": {"ratio": float(g[g.variant == "quota10"].jvm_cpu_s.mean() / g[g.variant == "quota100"].jvm_cpu_s.mean() - 1)}
+        for x, g in table.groupby("load")
+    }
+    ledger.check(
+        f"the 10 ms period costs the JVM no more CPU: its CPU-seconds per run within {SAME:.0%} of the 100 ms quota's at both loads (same steps)",
+        f"within {SAME:.0%}",
+        cost,
+        each(Criterion(f"within {SAME:.0%}", lambda ours, paper: abs(ours["ratio"]) <= SAME)),
+        "under the 10 ms period the JVM spends more CPU on the same requests (runs.csv: jvm_cpu_s)",
     )
     ledger.write(out)
     write_result(
