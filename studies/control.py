@@ -217,6 +217,8 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
         tempfile.TemporaryDirectory() as workdir,
         Testbed.started(Path(workdir) / "live", db="sqlite", threads=20, connections=15, server=a.server, cpu=a.cpu) as bed,
     ):
+        # The JVM's compiles before the first scored run (`Testbed.warm_up`), at the load step's base load.
+        bed.warm_up(live.with_changes({"workload.population.session_rate": scenarios["load_step"][0]["session_rate"] * a.rate}), mapping)
         for seed, (name, strategy) in order:
             changes = [p | {"at": p["at"] * LIVE_TIME} | ({"session_rate": p["session_rate"] * a.rate} if "session_rate" in p else {}) for p in scenarios[name]]
             phases = _phases(live, name, changes)

@@ -66,36 +66,6 @@ CPU = {"app": 1.0}
 TWIN = root() / "studies" / "results" / "twin_java_budget_quick" / "sqlite" / "twin.yaml"
 MECHANISM = 0.20  # quota100 above pinned by more than this at 80%
 SAME = 0.10  # quota10 and the twin within this of pinned (or pinned's half-width)
-CPUSET = Path("/sys/fs/cgroup/cpuset")  # cgroup v1's cpuset hierarchy, this machine's
-
-
-class Pin:
-    """The JVM's cpuset group (v1): CPU `cpu` alone; entered and left by moving its
-    process in and out."""
-
-    def __init__(self, name: str, cpu: int) -> None:
-        self.group = CPUSET / name
-        self.group.mkdir(exist_ok=True)
-        (self.group / "cpuset.mems").write_text((CPUSET / "cpuset.mems").read_text())
-        (self.group / "cpuset.cpus").write_text(f"{cpu}\n")
-
-    def hold(self, pid: int, held: bool) -> None:
-        ((self.group if held else CPUSET) / "cgroup.procs").write_text(f"{pid}\n")
-
-    def remove(self) -> None:
-        for pid in (self.group / "cgroup.procs").read_text().split():
-            (CPUSET / "cgroup.procs").write_text(f"{pid}\n")
-        self.group.rmdir()
-
-
-def own_threads_on(cpus: set[int]) -> None:
-    """Every thread of this process (the load generator's included) on `cpus`; threads it
-    starts later inherit the affinity of the one that starts them."""
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), cpus)
-        except ProcessLookupError:  # the thread ended meanwhile
-            pass
 
 
 def main() -> None:
@@ -103,15 +73,17 @@ def main() -> None:
     out = output_dir("quota_period", a)
     twin = load_model(TWIN)
     report = json.loads(TWIN.with_suffix(".calibration.json").read_text())
-    every = set(range(os.cpu_count() or 1))
+    core = max(os.sched_getaffinity(0))
     rows = []
-    with own_testbed("quota-period", "sqlite", cpu=CPU, server="java") as bed:
+    # The testbed's quota (not pinned: this script moves the JVM in and out of its cpuset).
+    with own_testbed("quota-period", "sqlite", cpu=CPU, server="java", pin=False) as bed:
         if bed.state.cpu_note is not None:
             raise SystemExit(f"no CPU budget here: {bed.state.cpu_note}")
         mapping, _, _ = live_setup(bed, sizes(True), out)
         jvm, group = bed.state.pid, bed.state.cgroups["app"]
         hierarchy = cpu_budget.Hierarchy.find()
-        pin = Pin(Path(group).name, max(every))
+        cpusets = cpu_budget.Hierarchy.find(controller="cpuset")
+        pin = cpusets.pin(Path(group).name, [core])
         try:
             for repeat, (load, variant) in interleaved([(x, v) for x in LOADS for v in VARIANTS], REPEATS):
                 pinned = variant == "pinned"
@@ -119,14 +91,20 @@ def main() -> None:
                 if pinned:  # no quota: the cpuset alone holds it to one core
                     v2 = hierarchy.version == 2
                     (Path(group) / ("cpu.max" if v2 else "cpu.cfs_quota_us")).write_text("max 100000\n" if v2 else "-1\n")
-                pin.hold(jvm, pinned)
-                own_threads_on(every - {max(every)} if pinned else every)
+                cpusets.move(pin if pinned else cpusets.parent, [jvm])
                 before, used = cpu_budget.Throttling.read(group), _cpu_s(jvm)
                 # The study's verification step, live and on the twin (its seed, the
                 # machine's speed against the calibration's): the twin study's own.
-                step = verify(
-                    twin, bed, load_mapping(mapping), [round(load * CAPACITY, 2)], [(M, N)], report["cores"]["speed"], probe=report["machine"]["cpu_probe_ms"]
-                )
+                with cpu_budget.kept_off([core] if pinned else []):
+                    step = verify(
+                        twin,
+                        bed,
+                        load_mapping(mapping),
+                        [round(load * CAPACITY, 2)],
+                        [(M, N)],
+                        report["cores"]["speed"],
+                        probe=report["machine"]["cpu_probe_ms"],
+                    )
                 throttling, used = cpu_budget.Throttling.read(group) - before, _cpu_s(jvm) - used
                 r = step.iloc[0]
                 rows.append(
@@ -153,8 +131,7 @@ def main() -> None:
                     flush=True,
                 )
         finally:
-            own_threads_on(every)
-            pin.remove()
+            cpu_budget.release(pin)
     table = pd.DataFrame(rows)
     table.to_csv(out / "runs.csv", index=False)
     score(table, out)

@@ -4,7 +4,9 @@ failure said, never swallowed."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -72,6 +74,11 @@ def test_v2_group_enables_the_controller_and_writes_cpu_max(tmp_path):
     assert (h.parent / "cgroup.subtree_control").read_text() == "+cpu\n"
     assert (group / "cpu.max").read_text() == "5000 10000\n"
     assert cpu_budget.quota_cores(group) == pytest.approx(0.5)
+    cpusets = Hierarchy.find(tmp_path / "mounts", tmp_path / "cgroup", controller="cpuset")
+    assert cpusets.parent == h.parent  # one tree: a group has both controllers' files
+    pinned = cpusets.pin("tierlab-x-db", [3, 2])
+    assert pinned == group and (group / "cpuset.cpus").read_text() == "2,3\n"
+    assert (h.parent / "cgroup.subtree_control").read_text() == "+cpuset\n"  # the fake file keeps the last write
 
 
 def test_a_small_budget_gets_a_longer_period_never_a_larger_quota(tmp_path):
@@ -119,8 +126,9 @@ def test_release_moves_survivors_to_the_parent_and_removes_the_group(tmp_path, m
 def test_apply_makes_one_group_per_tier_and_undoes_all_on_a_failure(tmp_path, monkeypatch):
     _kernel_rmdir(monkeypatch)
     h = _v1(tmp_path)
-    groups = cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "live", h)
-    assert set(groups) == {"app", "db"}
+    held = cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "live", h, cpus=[0, 1])
+    groups = held.quotas
+    assert set(groups) == {"app", "db"} and held.cpusets == {} and held.pinned == {} and held.note is None
     assert cpu_budget.quota_cores(groups["db"]) == pytest.approx(0.25)
     assert Path(groups["app"]).name == cpu_budget.group_name(tmp_path / "live", "app")
     for g in groups.values():
@@ -136,8 +144,76 @@ def test_apply_makes_one_group_per_tier_and_undoes_all_on_a_failure(tmp_path, mo
 
     monkeypatch.setattr(Hierarchy, "move", refuse)
     with pytest.raises(Unavailable, match="cannot move process 20"):
-        cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "other", h)
+        cpu_budget.apply({"app": 0.5, "db": 0.25}, {"app": [10], "db": [20]}, tmp_path / "other", h, cpus=[0, 1])
     assert not any(h.parent.glob(cpu_budget.group_name(tmp_path / "other", "*")))
+
+
+def _v1_cpuset(tmp_path: Path) -> Hierarchy:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(f"cgroup {tmp_path}/cpu cgroup rw,relatime,cpu 0 0\ncgroup {tmp_path}/cpuset cgroup rw,relatime,cpuset 0 0\n")
+    cgroup = tmp_path / "cgroup"
+    cgroup.write_text("3:cpuset:/\n1:cpu:/\n")
+    (tmp_path / "cpuset").mkdir()
+    (tmp_path / "cpuset" / "cpuset.mems").write_text("0\n")
+    (tmp_path / "cpu").mkdir(exist_ok=True)
+    return Hierarchy.find(mounts, cgroup, controller="cpuset")
+
+
+def test_whole_cores_are_pinned_from_the_top_only_while_a_core_is_left_for_the_rest():
+    assert cpu_budget.pinning({"app": 1.0}, [0, 1]) == {"app": [1]}
+    assert cpu_budget.pinning({"app": 1.0, "db": 2.0}, range(4)) == {"app": [3], "db": [1, 2]}
+    assert cpu_budget.pinning({"app": 1.0, "db": 0.5}, [0, 1]) == {"app": [1]}  # a part of a core: a quota
+    assert cpu_budget.pinning({"app": 1.0, "db": 1.0}, [0, 1]) == {}  # nothing left for the load generator
+    assert cpu_budget.pinning({"app": 2.0}, [0, 1]) == {}
+    assert cpu_budget.pinning({"app": 0.5}, [0, 1]) == {}
+
+
+def test_a_pinned_tier_gets_its_cores_and_every_other_tier_the_rest(tmp_path, monkeypatch):
+    _kernel_rmdir(monkeypatch)
+    cpusets = _v1_cpuset(tmp_path)
+    assert cpusets.controller == "cpuset" and cpusets.parent == tmp_path / "cpuset"
+    quotas = Hierarchy.find(tmp_path / "mounts", tmp_path / "cgroup")
+    assert quotas.parent == tmp_path / "cpu"
+    held = cpu_budget.apply({"app": 1.0}, {"app": [10], "db": [20, 21]}, tmp_path / "live", quotas, cpusets, cpus=[0, 1])
+    assert held.pinned == {"app": [1]} and held.quotas == {} and held.note is None
+    app, db = (Path(held.cpusets[r]) for r in ("app", "db"))
+    assert (app / "cpuset.cpus").read_text() == "1\n" and (app / "cpuset.mems").read_text() == "0\n"
+    assert (db / "cpuset.cpus").read_text() == "0\n" and (db / "cgroup.procs").read_text() == "21\n"  # the last write: each pid moved
+    # A fractional db budget beside the pinned app: a quota, on the CPUs left.
+    held = cpu_budget.apply({"app": 1.0, "db": 0.5}, {"app": [10], "db": [20]}, tmp_path / "live2", quotas, cpusets, cpus=[0, 1])
+    assert set(held.cpusets) == {"app", "db"} and set(held.quotas) == {"db"} and cpu_budget.quota_cores(held.quotas["db"]) == pytest.approx(0.5)
+    for group in [*held.quotas.values(), *held.cpusets.values()]:
+        cpu_budget.release(group)
+        assert not Path(group).exists()
+
+
+def test_without_a_cpuset_whole_cores_are_held_by_a_quota_and_it_says_why(tmp_path, monkeypatch):
+    quotas = _v1(tmp_path)  # its mounts have no cpuset
+    with pytest.raises(Unavailable, match="cpuset controller"):
+        Hierarchy.find(tmp_path / "mounts", tmp_path / "cgroup", controller="cpuset")
+    found = Hierarchy.find.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(Hierarchy, "find", classmethod(lambda cls, controller="cpu": found(cls, tmp_path / "mounts", tmp_path / "cgroup", controller)))
+    held = cpu_budget.apply({"app": 1.0}, {"app": [10]}, tmp_path / "live", quotas, cpus=[0, 1])
+    assert held.pinned == {} and held.cpusets == {} and cpu_budget.quota_cores(held.quotas["app"]) == pytest.approx(1.0)
+    assert held.note is not None and "not pinned" in held.note and "cpuset controller" in held.note
+    # Asked not to pin, it does not: a quota, and nothing to say.
+    held = cpu_budget.apply({"app": 1.0}, {"app": [10]}, tmp_path / "live2", quotas, cpus=[0, 1], pin=False)
+    assert held.pinned == {} and held.note is None and set(held.quotas) == {"app"}
+
+
+def test_kept_off_moves_every_thread_of_this_process_and_back():
+    mine = os.sched_getaffinity(0)
+    if len(mine) < 2:
+        pytest.skip(f"this process may run on one CPU only ({sorted(mine)}): nothing to keep off")
+    off = max(mine)
+    seen = {}
+    with cpu_budget.kept_off([off]):
+        worker = threading.Thread(target=lambda: seen.update(inside=os.sched_getaffinity(0)))
+        worker.start()
+        worker.join()
+        seen["main"] = os.sched_getaffinity(0)
+    assert seen == {"inside": mine - {off}, "main": mine - {off}}
+    assert os.sched_getaffinity(0) == mine
 
 
 def test_a_model_states_its_tiers_budgets_and_a_budget_its_station():

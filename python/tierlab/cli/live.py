@@ -107,15 +107,19 @@ def live() -> None:
     "--cpu",
     "cpu_text",
     help="CPU budgets by tier, in cores: app=0.5,db=0.5 (the bookstore's processes; PostgreSQL's — SQLite runs inside the bookstore's, under app's). "
-    "Each tier's processes in a cgroup of that quota; released by `live down`. Where cgroups cannot be written, says so and runs without.",
+    "Each tier's processes in a cgroup of that quota; a budget of whole cores pinned to cores of its own instead, where a core is left for the rest "
+    "(the load generator kept off them during runs). Released by `live down`. Where cgroups cannot be written, says so and runs without.",
 )
+@click.option("--no-pin", is_flag=True, help="Hold whole-core budgets by a quota over every core too, not pinned to cores of their own.")
 @click.option(
     "--cpu-from",
     "cpu_model",
     type=click.Path(dir_okay=False),
     help="CPU budgets from this model: its pooled tier's CPU station (cores × speed) for app, the next tier's for db (not on SQLite).",
 )
-def live_up(workdir, db, server, model, proxy_limit, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model) -> None:
+def live_up(
+    workdir, db, server, model, proxy_limit, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model, no_pin
+) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
     from ..live import cpu_budget, lifecycle
 
@@ -155,6 +159,7 @@ def live_up(workdir, db, server, model, proxy_limit, port, admin_port, threads, 
         otel=otel,
         server=server,
         cpu=cpu,
+        pin=not no_pin,
     )
     err.print(f"bookstore ({server}) up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 
@@ -185,7 +190,15 @@ def live_status(workdir) -> None:
         proxies = [m | {"summary": p.summary()} for m, p in zip(state.proxies, bed.proxies)]
         click.echo(json.dumps({"target": state.target, "db": state.db, "sessions": state.sessions, "servers": servers, "proxies": proxies}, indent=2))
         return
-    budgets = {"cpu": state.cpu, "cgroups": state.cgroups, "cpu_note": state.cpu_note}  # the tiers' CPU budgets in force, or why none are
+    # the tiers' CPU budgets in force and how they are held, or why none are
+    budgets = {
+        "cpu": state.cpu,
+        "cgroups": state.cgroups,
+        "cpusets": state.cpusets,
+        "pinned": state.pinned,
+        "cpu_note": state.cpu_note,
+        "pin_note": state.pin_note,
+    }
     click.echo(json.dumps({"target": state.target, "pid": state.pid, "db": state.db, **budgets, **Admin(state.workdir, state.admin_port).metrics()}, indent=2))
 
 

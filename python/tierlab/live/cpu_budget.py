@@ -3,6 +3,13 @@ cgroup of their own whose CFS quota is the tier's cores, so that the bookstore a
 database behave like machines of their own instead of competing second by second for
 the same cores (and with the load generator, which stays outside both).
 
+A budget of whole cores is held by pinning instead, where the machine has a core to
+spare: the tier's processes in a cpuset of cores of their own, every other process of
+the testbed and the load generator's threads (`kept_off`, during a run) on the rest. A
+quota lets a tier's threads run on every core at once until the period's share is spent;
+pinned, the tier is a machine of that many cores, which is what its model station is
+(investigations/twin/results/quota_period: the twin within 1–7% of the pinned JVM).
+
 cgroup v1 (this project's machine: the `cpu` controller mounted on its own) takes
 `cpu.cfs_period_us` and `cpu.cfs_quota_us`; cgroup v2 takes `cpu.max` ("QUOTA PERIOD")
 and needs the controller enabled in the parent's `cgroup.subtree_control`. A group is
@@ -17,9 +24,11 @@ from __future__ import annotations
 import errno
 import hashlib
 import math
+import os
 import time
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -96,34 +105,38 @@ def station(cores: float) -> dict[str, float]:
     return {"cores": whole, "speed": cores / whole}
 
 
+Controller = Literal["cpu", "cpuset"]
+
+
 @dataclass(frozen=True)
 class Hierarchy:
-    """Where groups are made: `parent`, a directory of the cgroup tree with the CPU
-    controller, of cgroup `version` 1 or 2."""
+    """Where groups are made: `parent`, a directory of the cgroup tree with the
+    `controller` (`cpu` for quotas, `cpuset` for pinning), of cgroup `version` 1 or 2."""
 
     version: Literal[1, 2]
     parent: Path
+    controller: Controller = "cpu"
 
     @classmethod
-    def find(cls, mounts: Path = Path("/proc/self/mounts"), own: Path = Path("/proc/self/cgroup")) -> Hierarchy:
-        """This process's CPU hierarchy: the v1 `cpu` controller's mount if there is one
-        (a hybrid machine binds the controller to v1), else the v2 tree; the parent is
-        the cgroup this process is in. Unavailable if neither has the controller."""
+    def find(cls, mounts: Path = Path("/proc/self/mounts"), own: Path = Path("/proc/self/cgroup"), controller: Controller = "cpu") -> Hierarchy:
+        """This process's hierarchy of `controller`: its v1 mount if there is one (a
+        hybrid machine binds the controller to v1), else the v2 tree; the parent is the
+        cgroup this process is in. Unavailable if neither has the controller."""
         entries = [line.split() for line in mounts.read_text().splitlines()]
         memberships = [line.split(":", 2) for line in own.read_text().splitlines() if line.count(":") >= 2]
-        v1 = next((e[1] for e in entries if len(e) > 3 and e[2] == "cgroup" and "cpu" in e[3].split(",")), None)
+        v1 = next((e[1] for e in entries if len(e) > 3 and e[2] == "cgroup" and controller in e[3].split(",")), None)
         if v1 is not None:
-            path = next((p for _, ctrl, p in memberships if "cpu" in ctrl.split(",")), "/")
-            return cls(1, Path(v1) / path.lstrip("/"))
+            path = next((p for _, ctrl, p in memberships if controller in ctrl.split(",")), "/")
+            return cls(1, Path(v1) / path.lstrip("/"), controller)
         v2 = next((e[1] for e in entries if len(e) > 2 and e[2] == "cgroup2"), None)
         if v2 is None:
-            raise Unavailable("no cgroup hierarchy with the cpu controller is mounted (see /proc/self/mounts)")
+            raise Unavailable(f"no cgroup hierarchy with the {controller} controller is mounted (see /proc/self/mounts)")
         path = next((p for h, ctrl, p in memberships if h == "0" and ctrl == ""), "/")
         parent = Path(v2) / path.lstrip("/")
         controllers = parent / "cgroup.controllers"
-        if not controllers.exists() or "cpu" not in controllers.read_text().split():
-            raise Unavailable(f"the cgroup v2 tree at {parent} does not offer the cpu controller ({controllers})")
-        return cls(2, parent)
+        if not controllers.exists() or controller not in controllers.read_text().split():
+            raise Unavailable(f"the cgroup v2 tree at {parent} does not offer the {controller} controller ({controllers})")
+        return cls(2, parent, controller)
 
     def limit(self, name: str, cores: float, period_us: int = PERIOD_US) -> Path:
         """A group `name` under the parent, its quota `cores` cores per period (made, or
@@ -134,7 +147,7 @@ class Hierarchy:
         group = self.parent / name
         try:
             if self.version == 2:
-                _enable_cpu(self.parent)
+                _enable(self.parent, "cpu")
             group.mkdir(exist_ok=True)
             if self.version == 1:
                 # The kernel checks a quota against the period in force: the quota is
@@ -146,6 +159,22 @@ class Hierarchy:
                 (group / "cpu.max").write_text(f"{quota} {period}\n")
         except OSError as e:
             raise Unavailable(f"cannot make the cgroup {group} and set its quota: {e}") from None
+        return group
+
+    def pin(self, name: str, cpus: Iterable[int]) -> Path:
+        """A cpuset group `name` under the parent whose processes run on `cpus` alone
+        (made, or its CPUs reset if it exists). v1 wants its memory nodes too: the
+        parent's."""
+        group = self.parent / name
+        try:
+            if self.version == 2:
+                _enable(self.parent, "cpuset")
+            group.mkdir(exist_ok=True)
+            if self.version == 1:
+                (group / "cpuset.mems").write_text((self.parent / "cpuset.mems").read_text())
+            (group / "cpuset.cpus").write_text(",".join(map(str, sorted(cpus))) + "\n")
+        except OSError as e:
+            raise Unavailable(f"cannot make the cpuset {group} on CPUs {sorted(cpus)}: {e}") from None
         return group
 
     def move(self, group: Path, pids: Iterable[int]) -> None:
@@ -187,11 +216,11 @@ class Throttling:
         return Throttling(self.periods - before.periods, self.throttled - before.throttled, self.seconds - before.seconds)
 
 
-def _enable_cpu(parent: Path) -> None:
-    """cgroup v2: the cpu controller delegated to the parent's children."""
+def _enable(parent: Path, controller: Controller) -> None:
+    """cgroup v2: the controller delegated to the parent's children."""
     control = parent / "cgroup.subtree_control"
-    if "cpu" not in control.read_text().split():
-        control.write_text("+cpu\n")
+    if controller not in control.read_text().split():
+        control.write_text(f"+{controller}\n")
 
 
 def group_name(workdir: Path, role: str) -> str:
@@ -237,35 +266,132 @@ def tree(pid: int) -> list[int]:
     return [root.pid, *(c.pid for c in root.children(recursive=True))]
 
 
-def apply(budgets: dict[str, float], processes: dict[str, list[int]], workdir: Path, hierarchy: Hierarchy | None = None) -> dict[str, str]:
-    """Each tier's processes in a group of its own with its budget; the groups' paths by
-    tier. Unavailable (and nothing left behind) if a group cannot be made or filled."""
+def pinning(budgets: dict[str, float], cpus: Iterable[int]) -> dict[str, list[int]]:
+    """The CPUs each whole-core budget is pinned to, from the highest down (the load
+    generator and the rest keep the lowest, where the kernel puts its own work first):
+    none if the whole-core budgets would leave no CPU for the rest, nor for budgets of
+    part of a core, which only a quota can hold."""
+    whole = {role: round(cores) for role, cores in budgets.items() if abs(cores - round(cores)) < 1e-9}
+    free = sorted(cpus, reverse=True)
+    if not whole or sum(whole.values()) >= len(free):
+        return {}
+    out = {}
+    for role, n in whole.items():
+        out[role], free = sorted(free[:n]), free[n:]
+    return out
+
+
+@dataclass(frozen=True)
+class Held:
+    """How the budgets are held: each role's quota group (whose throttling a run
+    records) and, where whole cores are pinned, each role's cpuset group and the CPUs
+    pinned to it; `note` says why whole cores are held by quota instead (None if they
+    are pinned, or none were asked for)."""
+
+    quotas: dict[str, str] = field(default_factory=dict)
+    cpusets: dict[str, str] = field(default_factory=dict)
+    pinned: dict[str, list[int]] = field(default_factory=dict)
+    note: str | None = None
+
+
+def apply(
+    budgets: dict[str, float],
+    processes: dict[str, list[int]],
+    workdir: Path,
+    hierarchy: Hierarchy | None = None,
+    cpusets: Hierarchy | None = None,
+    cpus: Iterable[int] | None = None,
+    pin: bool = True,
+) -> Held:
+    """Each tier's budget held: whole cores pinned (`pinning`, over `cpus`, by default
+    this process's) with every other tier of `processes` on the CPUs left, the other
+    budgets by a quota group each. Where no cpuset can be made, whole cores are held by
+    quota and `Held.note` says why; Unavailable (and nothing left behind) if a quota
+    group cannot be made or filled."""
+    available = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+    plan = pinning(budgets, available) if pin else {}
+    sets, note = {}, None
+    if plan:
+        rest = [c for c in available if not any(c in p for p in plan.values())]
+        try:
+            cpusets = cpusets or Hierarchy.find(controller="cpuset")
+            sets = _fill(cpusets, {role: plan.get(role, rest) for role in processes}, processes, workdir)
+        except Unavailable as e:
+            plan, note = {}, f"whole cores held by a quota, not pinned: {e}"
+    try:
+        quotas = {role: cores for role, cores in budgets.items() if role not in plan}
+        made = _fill(hierarchy or Hierarchy.find(), quotas, processes, workdir) if quotas else {}
+    except Unavailable:
+        for group in sets.values():
+            release(group)
+        raise
+    return Held(made, sets, plan, note)
+
+
+def _fill(hierarchy: Hierarchy, sizes: Mapping[str, float | list[int]], processes: dict[str, list[int]], workdir: Path) -> dict[str, str]:
+    """A group per role of `sizes` (cores of a quota, or the CPUs of a cpuset) with the
+    role's processes in it, by role. Unavailable (and nothing left behind) if one
+    cannot be made or filled."""
     made: dict[str, str] = {}
     try:
-        hierarchy = hierarchy or Hierarchy.find()
-        for role, cores in budgets.items():
-            group = hierarchy.limit(group_name(workdir, role), cores)
+        for role, size in sizes.items():
+            name = group_name(workdir, role)
+            group = hierarchy.pin(name, size) if isinstance(size, list) else hierarchy.limit(name, size)
             made[role] = str(group)
             hierarchy.move(group, processes[role])
     except (Unavailable, OSError) as e:
-        for made_group in made.values():
-            release(made_group)
+        for path in made.values():
+            release(path)
         raise Unavailable(str(e)) from None
     return made
 
 
+@contextmanager
+def kept_off(cpus: Iterable[int]) -> Iterator[None]:
+    """Every thread of this process (the load generator's, the monitor's) off `cpus`
+    for the block, the pinned tiers' cores; threads started inside inherit it. Each
+    thread's CPUs are this thread's again afterwards."""
+    off = set(cpus)
+    before = os.sched_getaffinity(0)
+    if not off or not before - off:
+        yield
+        return
+    _threads_on(before - off)
+    try:
+        yield
+    finally:
+        _threads_on(before)
+
+
+def _threads_on(cpus: set[int]) -> None:
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:  # the thread ended meanwhile
+            pass
+
+
 BUDGET_METRIC = "budget_cores"  # the timeseries' record of a tier's budget (resource cpu)
+PINNED_METRIC = "pinned_cores"  # and, where it was pinned, of the cores of its own
 # And of its throttling over the run (`Throttling`, at the run's end): the periods it ran
 # in, those it was stopped in, and the seconds it stood stopped.
 THROTTLE_METRICS = ("periods", "throttled_periods", "throttled_s")
 
 
-def series(cpu: dict[str, float], tiers: dict[str, str], throttling: dict[str, Throttling] | None = None, end: float = 0.0) -> pd.DataFrame:
+def series(
+    cpu: dict[str, float],
+    tiers: dict[str, str],
+    throttling: dict[str, Throttling] | None = None,
+    end: float = 0.0,
+    pinned: dict[str, list[int]] | None = None,
+) -> pd.DataFrame:
     """A live trace's record of the budgets in force: per tier (the model's tier name for
     each role in `tiers`), resource `cpu`, its cores at t = 0 (metric `budget_cores`),
-    and at t = `end` its `throttling` over the run where read (THROTTLE_METRICS): how
-    far the budget behaved like a machine of its size, which never stops."""
+    and for a pinned tier the CPUs of its own (`pinned_cores`); at t = `end` its
+    `throttling` over the run where read (THROTTLE_METRICS): how far a quota behaved
+    like a machine of its size, which never stops."""
     rows = [(0.0, tiers[role], 0, "cpu", BUDGET_METRIC, cores) for role, cores in cpu.items()]
+    rows += [(0.0, tiers[role], 0, "cpu", PINNED_METRIC, float(len(c))) for role, c in (pinned or {}).items()]
     for role, t in (throttling or {}).items():
         rows += [(end, tiers[role], 0, "cpu", metric, float(v)) for metric, v in zip(THROTTLE_METRICS, (t.periods, t.throttled, t.seconds))]
     return pd.DataFrame(rows, columns=["t", "tier", "server", "resource", "metric", "value"])

@@ -50,11 +50,17 @@ class State:
     servers: list[dict] = field(default_factory=list)
     proxies: list[dict] = field(default_factory=list)
     sessions: str | None = None
-    # CPU budgets in force (cores by tier: app, db) and their cgroups; `cpu_note` says
-    # why budgets asked for are not in force (no cgroup could be written), None if they are.
+    # CPU budgets in force (cores by tier: app, db), their quota groups, and where whole
+    # cores are pinned, every tier's cpuset group and the CPUs pinned to each
+    # (`cpu_budget.Held`); `cpu_note` says why budgets asked for are not in force (no
+    # cgroup could be written), None if they are; `pin_note` why whole cores are held by
+    # a quota instead of pinned.
     cpu: dict[str, float] = field(default_factory=dict)
     cgroups: dict[str, str] = field(default_factory=dict)
+    cpusets: dict[str, str] = field(default_factory=dict)
+    pinned: dict[str, list[int]] = field(default_factory=dict)
     cpu_note: str | None = None
+    pin_note: str | None = None
 
     @property
     def target(self) -> str:
@@ -146,13 +152,14 @@ def up(
     otel: str | Path | None = None,
     server: Server = "python",
     cpu: dict[str, float] | None = None,
+    pin: bool = True,
 ) -> State:
     """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
     bookstore (`server`: the Python one, or the JVM one, built first if needed); populate
     the data if this scale has not been loaded yet. `otel`: a file the server also
     exports its OpenTelemetry traces and metrics to (OTLP/JSON lines). `cpu`: cores per
     tier (`app`, `db`; `cpu_budget.parse`), each tier's processes held to them by a
-    cgroup (`budget`)."""
+    cgroup (`budget`), whole cores pinned unless not `pin`."""
     if cpu and "db" in cpu and db == "sqlite":
         raise InputError("--cpu db=…: SQLite runs inside the bookstore's process, under its app budget; drop db= or use --db postgres")
     workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
@@ -164,27 +171,38 @@ def up(
     state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server)
     save(state)  # first, so that `down` finds the server whatever happens next
     if cpu:
-        budget(state, cpu, log)
+        budget(state, cpu, log, pin)
         save(state)
     await_admin(state, [Admin(workdir, admin_port)], logfile)
     return state
 
 
-def budget(state: State, cpu: dict[str, float], log) -> None:
+def budget(state: State, cpu: dict[str, float], log, pin: bool = True) -> None:
     """Hold each tier to its cores: the bookstore's process and its children (`app`),
-    PostgreSQL's postmaster and its backends (`db`); the load generator stays outside
-    both. Recorded in `state`; where no cgroup can be written, said through `log` and
-    in `state.cpu_note`, and the testbed runs without."""
+    PostgreSQL's postmaster and its backends (`db`); whole cores pinned where the
+    machine has a core to spare (`cpu_budget.apply`), PostgreSQL then kept off them even
+    without a budget of its own; the load generator stays outside both. Recorded in
+    `state`; where no cgroup can be written, said through `log` and in
+    `state.cpu_note`, and the testbed runs without."""
     processes = {"app": cpu_budget.tree(state.pid)}
-    if "db" in cpu:
+    if state.kind == "postgres":
         processes["db"] = cpu_budget.tree(int(postmaster_pidfile(Path(state.workdir)).read_text().split()[0]))
     try:
-        state.cgroups = cpu_budget.apply(cpu, processes, Path(state.workdir))
-        state.cpu = dict(cpu)
-        log("CPU budgets: " + ", ".join(f"{role} {cores:g} core(s) ({state.cgroups[role]})" for role, cores in cpu.items()))
+        held = cpu_budget.apply(cpu, processes, Path(state.workdir), pin=pin)
     except cpu_budget.Unavailable as e:
         state.cpu_note = f"CPU budgets {cpu} not set: {e}; the tiers run without, sharing the machine's cores"
         log(f"warning: {state.cpu_note}")
+        return
+    state.cpu, state.cgroups, state.cpusets, state.pinned, state.pin_note = dict(cpu), held.quotas, held.cpusets, held.pinned, held.note
+    log(
+        "CPU budgets: "
+        + ", ".join(
+            f"{role} {cores:g} core(s) " + (f"pinned to CPU {held.pinned[role]}" if role in held.pinned else f"by quota ({held.quotas[role]})")
+            for role, cores in cpu.items()
+        )
+    )
+    if held.note is not None:
+        log(f"warning: {held.note}")
 
 
 def postmaster_pidfile(workdir: Path) -> Path:
@@ -330,7 +348,7 @@ def down(workdir: str | Path = ".tierlab/live") -> bool:
         subprocess.run(["bash", str(POSTGRES_SCRIPT), "stop", str(workdir.parent / "postgres")], capture_output=True)
     if state.sessions is not None:
         subprocess.run(["bash", str(REDIS_SCRIPT), "stop", str(workdir / "redis")], capture_output=True)
-    for group in state.cgroups.values():
+    for group in [*state.cgroups.values(), *state.cpusets.values()]:
         cpu_budget.release(group)
     f.unlink()
     return True

@@ -21,6 +21,10 @@ from ...model import LoadedModel, load_model, load_yaml
 from ..study.provenance import root
 
 CALIBRATED = (8, 4)  # the configuration the twin is calibrated at
+# The JVM's warm-up load, sessions/s: under 40% of its capacity at one core
+# (twin_java_budget_quick: 120–150 sessions/s), so that the warm-up leaves no backlog,
+# and the load quota_period's first run carried its compiles at (55.7).
+WARM_UP_RATE = 40.0
 # The client gives up after this many seconds: longer than the server's own limits
 # allow a request (1 s for a thread + 1 s for a connection + its service), so only a
 # backlog outside the pools — requests queued unread in front of an overloaded
@@ -62,20 +66,25 @@ def sizes(quick: bool) -> dict:
     return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5, "repeats": 3}
 
 
-def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None, server: Server = "python") -> AbstractContextManager[Testbed]:
+def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None, server: Server = "python", pin: bool = True) -> AbstractContextManager[Testbed]:
     """A testbed of the study's own: folder .tierlab/<name> in the repository, free
     ports, stopped however the study ends (`Testbed.started`); `cpu`: its tiers' CPU
-    budgets (`live up --cpu`); `server`: the bookstore's runtime (`live up --server`)."""
-    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db, cpu=cpu, server=server)
+    budgets (`live up --cpu`, whole cores pinned unless not `pin`); `server`: the
+    bookstore's runtime (`live up --server`)."""
+    return Testbed.started((root() / ".tierlab" / name).resolve(), db=db, cpu=cpu, server=server, pin=pin)
 
 
 def live_setup(bed: Testbed, s: dict, out: Path) -> tuple[Path, LiveRunner, LoadedModel]:
     """The HTTP mapping (written to `out`, and read once for the runner), the live runner
-    and the model every live run of the study uses."""
+    and the model every live run of the study uses; on the JVM server after its warm-up
+    (`Testbed.warm_up`, at WARM_UP_RATE and CALIBRATED's sizes)."""
     mapping = out / "http.yaml"
     out.mkdir(parents=True, exist_ok=True)
     mapping.write_text(yaml.safe_dump(load_yaml(mapping_file().read_text()) | {"timeout": CLIENT_TIMEOUT}, sort_keys=False))
-    return mapping, LiveRunner(bed, load_mapping(mapping)), study_model(s["warmup"], s["duration"])
+    runner, model = LiveRunner(bed, load_mapping(mapping)), study_model(s["warmup"], s["duration"])
+    at = {"tiers.app.pools.threads.size": CALIBRATED[0], "tiers.app.pools.db.size": CALIBRATED[1], "workload.population.session_rate": WARM_UP_RATE}
+    bed.warm_up(model.with_changes(at), runner.mapping)
+    return mapping, runner, model
 
 
 def study_model(warmup: float, duration: float) -> LoadedModel:
