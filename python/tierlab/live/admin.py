@@ -57,6 +57,11 @@ class Admin:
         """Every session's state dropped (the bookstore's, the proxy's homes)."""
         self._call("POST", "/sessions/forget", {})
 
+    def forget_keys(self) -> None:
+        """The bookstore's key counters seeded from the tables again (after the data were
+        restored beneath them: `data.restore`)."""
+        self._call("POST", "/keys/forget", {})
+
     def observe(self, origin: float, window: float) -> None:
         self._call("POST", "/observe", {"origin": origin, "window": window})
 

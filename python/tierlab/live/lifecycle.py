@@ -236,7 +236,9 @@ def database(workdir: Path, db: str, num_items: int, num_ebs: int, log) -> str:
         url = service_script(POSTGRES_SCRIPT, "start", workdir.parent / "postgres", "PostgreSQL")
     else:
         raise InputError(f"--db must be sqlite or postgres, got {db!r}")
-    marker = workdir / f"populated-{db}-{num_items}-{num_ebs}"
+    # v2: with the baseline `restore` puts the data back to (a database populated before
+    # it is populated again).
+    marker = workdir / f"populated-{db}-{num_items}-{num_ebs}-v2"
     if not marker.exists() or (db == "sqlite" and not Path(url.removeprefix("sqlite:///")).exists()):
         log(f"populating the bookstore ({num_items} items, {num_ebs} EBs) in {db} …")
         for other in workdir.glob(f"populated-{db}-*"):

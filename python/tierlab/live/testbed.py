@@ -31,6 +31,7 @@ from .mapping import Mapping
 from .monitor import Monitor, Role
 from .observed import Period, server_series, server_summary, station_summary
 from .server.bookstore import Database
+from .server.bookstore.data import restore
 
 WARM_UP_S = 30.0  # `Testbed.warm_up`: at 40% of the JVM's capacity, its repeats' CPU from the second run on
 
@@ -115,6 +116,18 @@ class Testbed:
             admin.configure({"threads": pool(setting.threads), "connections": pool(setting.connections) | {"caching": spec[setting.connections].caching}})
         return setting
 
+    def restore(self) -> dict[str, int]:
+        """The data as populated (`data.restore`) and the servers' key counters forgotten;
+        the rows deleted by table. Every run starts so: a run adds carts and orders, and
+        the database grown by the runs before costs each request more — the JVM
+        bookstore's CPU per request rose 32% between two runs of one study four hours
+        apart on one grown database (twin_java_budget_quick, 2026-11-28), its orders 20
+        times the populated ones — so that no two runs measured the same server."""
+        deleted = restore(Database(self.state.db))
+        for admin in self.admins:
+            admin.forget_keys()
+        return deleted
+
     def warm_up(self, model: LoadedModel, mapping: Mapping, seconds: float = WARM_UP_S) -> bool:
         """On the JVM server, one run of `model` for `seconds` whose trace is dropped:
         the JVM compiles its hot code under its first load, and its first run after a
@@ -154,6 +167,7 @@ class Testbed:
         self.wait_idle()
         for admin in self.admins:
             admin.drain()
+        self.restore()
         # The load generator numbers sessions from 1 in every run: without this, a run's
         # session 1 would find the last run's session 1 at home on some server.
         for a in [*self.proxies, *self.admins]:

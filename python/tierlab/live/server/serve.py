@@ -15,6 +15,8 @@ Admin endpoint (127.0.0.1 only; header `Authorization: Bearer TOKEN`):
   POST /observe  {"origin": monotonic seconds, "window": seconds}: start the per-window
                  observation of a run afresh
   POST /sessions/forget  drop every session's state (in this process, and in Redis)
+  POST /keys/forget      the bookstore's key counters seeded from the tables again at
+                 their next use (after `data.restore` put the data back as populated)
   POST /drain    {"windows": n} → {"records": [...], "windows": {...}}: the per-request
                  phase records since the last drain, and the observation's first n windows
 """
@@ -29,6 +31,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -122,7 +125,7 @@ class LimitedChannel(HTTPChannel):
     parser_class = LimitedParser
 
 
-def admin_server(tier: Tier, port: int, token: str, sessions: SessionStore | None = None) -> ThreadingHTTPServer:
+def admin_server(tier: Tier, port: int, token: str, sessions: SessionStore | None = None, forget_keys: Callable[[], None] | None = None) -> ThreadingHTTPServer:
     def sessions_of() -> dict:
         """The bookstore's session counts: created here, and migrated here (fetched from
         the external store: the cluster's session virtualization)."""
@@ -170,6 +173,9 @@ def admin_server(tier: Tier, port: int, token: str, sessions: SessionStore | Non
                     return self._reply(200, {})
                 if self.path == "/sessions/forget" and sessions is not None:
                     sessions.forget()
+                    return self._reply(200, {})
+                if self.path == "/keys/forget" and forget_keys is not None:
+                    forget_keys()
                     return self._reply(200, {})
                 if self.path == "/config":
                     apply_config(tier, body)
@@ -291,7 +297,7 @@ def main(argv: list[str] | None = None) -> None:
     LimitedParser.request_timeout = a.request_timeout
     server.channel_class = LimitedChannel
     # Listening on the application port first: an answering admin endpoint means "up".
-    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip(), sessions)
+    admin = admin_server(tier, a.admin_port, a.token_file.read_text().strip(), sessions, app.forget_keys)
     signal.signal(signal.SIGTERM, lambda *_: server.close())
     logging.getLogger("tierlab.live").info("bookstore on http://%s:%d (admin 127.0.0.1:%d), %s", a.host, a.port, a.admin_port, a.db)
     try:

@@ -170,6 +170,12 @@ class Bookstore:
             return None
         return cur.fetchone() if one else cur.fetchall()
 
+    def forget_keys(self) -> None:
+        """The key counters forgotten: seeded from the tables again at their next use
+        (after `data.restore` deleted the keys they had counted to)."""
+        with self._ids:
+            self._next.clear()
+
     def _new_id(self, conn, table: str, column: str) -> int:
         """Next key of `table` ≡ server (mod servers); a process-wide counter seeded
         from the table once (statement max_COLUMN)."""

@@ -67,7 +67,38 @@ CREATE INDEX item_author ON item (i_a_id);
 CREATE INDEX orders_customer ON orders (o_c_id);
 CREATE INDEX order_line_item ON order_line (ol_i_id);
 """
-TABLES = ["shopping_cart_line", "shopping_cart", "cc_xacts", "order_line", "orders", "item", "author", "customer", "address", "country"]
+# What a run changes, which `restore` undoes: the rows it adds (carts and orders, keyed
+# above the populated data's keys, `baseline`: per table its highest key then) and the
+# items' columns it updates (stock, cost, images, publication date, related items: a
+# copy, `item_baseline`). Customers' login stamps are not restored: no page's work
+# depends on them.
+GROWN = [  # (table, key column, the table whose baseline key bounds it), children first
+    ("shopping_cart_line", "scl_sc_id", "shopping_cart"),
+    ("shopping_cart", "sc_id", "shopping_cart"),
+    ("cc_xacts", "cx_o_id", "orders"),
+    ("order_line", "ol_o_id", "orders"),
+    ("orders", "o_id", "orders"),
+]
+# The item columns the pages update (statements item_stock, admin_update, related_update).
+ITEM_CHANGED = ["i_stock", "i_cost", "i_image", "i_thumbnail", "i_pub_date", "i_related1", "i_related2", "i_related3", "i_related4", "i_related5"]
+BASELINE = """
+CREATE TABLE baseline (b_table VARCHAR(30) PRIMARY KEY, b_top INTEGER);
+CREATE TABLE item_baseline AS SELECT * FROM item;
+"""
+TABLES = [
+    "baseline",
+    "item_baseline",
+    "shopping_cart_line",
+    "shopping_cart",
+    "cc_xacts",
+    "order_line",
+    "orders",
+    "item",
+    "author",
+    "customer",
+    "address",
+    "country",
+]
 
 
 @dataclass(frozen=True)
@@ -92,6 +123,14 @@ class Database:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         return conn
+
+    def errors(self) -> tuple[type[Exception], ...]:
+        """The driver's errors (DB-API `Error`), to catch."""
+        if self.postgres:
+            import psycopg
+
+            return (psycopg.Error,)
+        return (sqlite3.Error,)
 
     def sql(self, text: str) -> str:
         """Queries are written with `?` placeholders; PostgreSQL's driver wants `%s`."""
@@ -211,7 +250,36 @@ def populate(db: Database, num_items: int = 1000, num_ebs: int = 1, seed: int = 
             data = rows[table]
             marks = ", ".join("?" * len(data[0]))
             cur.executemany(db.sql(f"INSERT INTO {table} VALUES ({marks})"), data)
+        for stmt in filter(str.strip, BASELINE.split(";")):
+            cur.execute(stmt)
+        tops = {bound: len(rows[bound]) if bound in rows else 0 for _, _, bound in GROWN}  # keys run 1…n
+        cur.executemany(db.sql("INSERT INTO baseline VALUES (?, ?)"), sorted(tops.items()))
         conn.commit()
     finally:
         conn.close()
     return {t: len(v) for t, v in rows.items()}
+
+
+def restore(db: Database) -> dict[str, int]:
+    """The data as `populate` left them (GROWN): the rows runs added deleted, the items'
+    columns put back; the rows deleted by table. The servers' key counters must then be
+    forgotten (admin `POST /keys/forget`), or new keys would go on from the old ones.
+    A database populated before baselines were kept is refused: populate it again."""
+    conn = db.connect()
+    try:
+        cur = conn.cursor()
+        try:
+            cur.execute("SELECT b_table, b_top FROM baseline")
+        except db.errors() as e:
+            raise ValueError(f"{db.url} has no baseline table (populated by an older tierlab): start the testbed afresh to populate it again ({e})") from None
+        top = dict(cur.fetchall())
+        deleted = {}
+        for table, key, bound in GROWN:
+            cur.execute(db.sql(f"DELETE FROM {table} WHERE {key} > ?"), (top[bound],))
+            deleted[table] = cur.rowcount
+        put_back = ", ".join(f"{c} = b.{c}" for c in ITEM_CHANGED)
+        cur.execute(f"UPDATE item SET {put_back} FROM item_baseline AS b WHERE item.i_id = b.i_id")
+        conn.commit()
+    finally:
+        conn.close()
+    return deleted

@@ -25,6 +25,8 @@ import java.util.concurrent.Executors;
  *                          and priorities, which only take their neutral values here
  *   POST /observe          {"origin": monotonic seconds, "window": seconds}
  *   POST /sessions/forget  drop every session's state
+ *   POST /keys/forget      the key counters seeded from the tables again at their next use
+ *                          (after data.py's restore put the data back as populated)
  *   POST /drain            {"windows": n} → {"records": [...], "windows": {...}}
  */
 final class Admin {
@@ -49,7 +51,8 @@ final class Admin {
         }
     }
 
-    static HttpServer start(Tier tier, int port, String token) throws IOException {
+    /** `forgetKeys`: the bookstore's key counters forgotten (POST /keys/forget). */
+    static HttpServer start(Tier tier, int port, String token, Runnable forgetKeys) throws IOException {
         HttpServer server = HttpServer.create(new InetSocketAddress("127.0.0.1", port), 64);
         byte[] expected = token.getBytes(StandardCharsets.UTF_8);
         server.createContext("/", ex -> {
@@ -60,7 +63,7 @@ final class Admin {
                     reply(ex, 401, Shared.error("missing or wrong token (header Authorization: Bearer TOKEN)"));
                     return;
                 }
-                handle(tier, ex);
+                handle(tier, forgetKeys, ex);
             } catch (RuntimeException e) {
                 reply(ex, 500, Shared.error(e.toString()));
             }
@@ -74,7 +77,7 @@ final class Admin {
         return server;
     }
 
-    private static void handle(Tier tier, HttpExchange ex) throws IOException {
+    private static void handle(Tier tier, Runnable forgetKeys, HttpExchange ex) throws IOException {
         String path = ex.getRequestURI().getPath();
         if (ex.getRequestMethod().equals("GET")) {
             if (path.equals("/metrics") && Exposition.wanted(ex.getRequestHeaders().getFirst("Accept"))) { // a Prometheus scraper: its text format
@@ -100,6 +103,10 @@ final class Admin {
                 }
                 case "/sessions/forget" -> {
                     tier.sessions.forget();
+                    reply(ex, 200, Map.of());
+                }
+                case "/keys/forget" -> {
+                    forgetKeys.run();
                     reply(ex, 200, Map.of());
                 }
                 case "/config" -> {

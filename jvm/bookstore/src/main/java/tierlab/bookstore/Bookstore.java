@@ -263,6 +263,13 @@ final class Bookstore extends HttpServlet {
         }
     }
 
+    /** The key counters forgotten: seeded from the tables again at their next use (after data.py's restore deleted the keys they had counted to). */
+    void forgetKeys() {
+        synchronized (next) {
+            next.clear();
+        }
+    }
+
     /** Next key of `table` ≡ server (mod servers); a process-wide counter seeded from the table once (statement max_COLUMN). */
     private long newId(Connection c, String table, String column) throws SQLException {
         synchronized (next) {

@@ -180,7 +180,7 @@ public final class Main {
         tomcat.start();
 
         // Listening on the application port first: an answering admin endpoint means "up".
-        HttpServer admin = Admin.start(tier, Integer.parseInt(a.get("--admin-port")), Files.readString(Path.of(a.get("--token-file"))).strip());
+        HttpServer admin = Admin.start(tier, Integer.parseInt(a.get("--admin-port")), Files.readString(Path.of(a.get("--token-file"))).strip(), bookstore::forgetKeys);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             admin.stop(0);
             try {
