@@ -12,11 +12,13 @@ threads) and `twin` (docs/control.md).
     python studies/control.py --live --twin TWIN.yaml           # the load step and the mix shift
     python studies/control.py --live --server java --cpu app=1 --rate R --twin TWIN.yaml
     python studies/control.py --live --repeats 3 --rate R --twin TWIN.yaml   # with intervals
+    python studies/control.py --live --repeats 3 --rate measure --twin TWIN.yaml   # the rate set in the sitting
 
 The live half (`_live`) runs the scenarios but the slow database (a delay per statement
 is refused live) on a SQLite testbed through `tierlab control`'s loop, the timeline
 compressed (LIVE_TIME) and the session rates scaled to the live server (`--rate`,
-default LIVE_RATE); without a hindsight grid. Results in results/control_live[_quick]
+default LIVE_RATE; `--rate measure` sets it in the sitting from capacities measured on
+the study's testbed before its runs, RATE_CONFIGS); without a hindsight grid. Results in results/control_live[_quick]
 (the Python bookstore) or results/control_live_java[_quick] (the JVM's). `--repeats K`
 (1, or 3 and more) runs every scenario and strategy K times, interleaved (repeat 1's
 scenarios and strategies, then repeat 2's …), repeat k at seed k for every strategy (the
@@ -56,6 +58,7 @@ its reason), result.json (also printed last) and claims.json (the issue's target
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tempfile
 import threading
@@ -106,6 +109,18 @@ TWIN = {"slo_p99": SLO, "hysteresis": 0.05, "grid": 4, "horizon": 10, "smoothing
 LIVE_SCENARIOS = ("load_step", "mix_shift")
 LIVE_TIME = 1 / 3
 LIVE_RATE = 10.0
+# `--rate measure`: the rate set in the sitting, not hours before it (control_live at
+# eb0786d: a rate from a capacity measured three hours earlier put the load step's peak
+# past every size's capacity once the machine had slowed by 10–15%). The maximum
+# sustainable session rate of the model's sizes and of (4, 4) — the best of those
+# capacity.json measured at 4a5d3ca — as `tierlab live validate` measures it (40 s runs
+# after 10 s, one per rate, a grid of 1 session/s from 30), on the study's testbed after
+# the warm-up; the load step's peak then sits midway between them, as it did in the one
+# run (481c639) whose peak kept the SLO: past the static sizes' capacity, within the
+# better size's.
+RATE_CONFIGS = [(20, 15), (4, 4)]
+RATE_START, RATE_STEP, RATE_RUNS = 30.0, 1.0, 1
+RATE_RUN = {"duration": 40.0, "warmup": 10.0}
 # The issue's targets.
 VS_BEST = 0.95
 SETTLE_TARGET = 30.0
@@ -153,7 +168,12 @@ def main() -> None:
     ap.add_argument("--twin", type=Path, help="--live: the live testbed's twin (tierlab twin calibrate) for the twin strategy; without, twin is not run")
     ap.add_argument("--server", choices=["python", "java"], default="python", help="--live: the bookstore's runtime (`live up --server`)")
     ap.add_argument("--cpu", help="--live: CPU budgets of the testbed's tiers, e.g. app=1 (`live up --cpu`)")
-    ap.add_argument("--rate", type=float, default=LIVE_RATE, help=f"--live: the scenarios' session rates times this (default {LIVE_RATE:g})")
+    ap.add_argument(
+        "--rate",
+        type=_rate_arg,
+        default=LIVE_RATE,
+        help=f"--live: the scenarios' session rates times this (default {LIVE_RATE:g}), or `measure`: set in the sitting from the capacities of RATE_CONFIGS",
+    )
     ap.add_argument("--repeats", type=int, default=1, help=f"--live: runs per scenario and strategy, interleaved (1, or {MIN_REPEATS} and more for intervals)")
     a = ap.parse_args()
     if not a.live and (a.server != "python" or a.cpu or a.rate != LIVE_RATE or a.twin or a.repeats != 1):
@@ -190,6 +210,45 @@ def main() -> None:
     write_result(out, result, seeds)
 
 
+def _rate_arg(text: str) -> float | str:
+    if text == "measure":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a number nor `measure`") from None
+
+
+def _measured_rate(bed: Any, base: LoadedModel, mapping: Any, peak: float, out: Path) -> float:
+    """The rate scale that puts the load step's `peak` (its session rate before scaling)
+    midway between the capacities of RATE_CONFIGS measured now on `bed`; the search
+    written to out/capacity.json. Refused where the better size serves no more than the
+    static one: nothing would be left for a controller to find."""
+    from tierlab.experiments.sizing import max_sustainable_rate
+    from tierlab.live.testbed import LiveRunner
+
+    model = base.with_run(**RATE_RUN)
+    result, trials = max_sustainable_rate(model, RATE_CONFIGS, RATE_START, step=RATE_STEP, runs=RATE_RUNS, runner=LiveRunner(bed, mapping), log=print)
+    found = dict(zip(zip(result.M, result.N), result.lambda_max))
+    static, better = found[RATE_CONFIGS[0]], found[RATE_CONFIGS[1]]
+    if better <= static or not result.bracketed.all():
+        raise SystemExit(f"--rate measure: λ_max {found} (bracketed: {list(result.bracketed)}); no size serves more than the static one, nothing to control")
+    rate = (static + better) / 2 / peak
+    (out / "capacity.json").write_text(
+        json.dumps(
+            {
+                "what": "--rate measure (studies/control.py)",
+                "rate": rate,
+                "result": result.to_dict(orient="records"),
+                "trials": trials.to_dict(orient="records"),
+            },
+            indent=2,
+        )
+    )
+    print(f"rate measured: λ_max {found}; the load step's peak {peak:g} × {rate:.3f} = {peak * rate:.1f} sessions/s", flush=True)
+    return rate
+
+
 def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[dict]]) -> None:
     """The live half: each scenario but the slow database (a delay per statement is
     refused live: docs/phases.md) on a SQLite testbed of the bookstore at the model's
@@ -217,8 +276,13 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
         tempfile.TemporaryDirectory() as workdir,
         Testbed.started(Path(workdir) / "live", db="sqlite", threads=20, connections=15, server=a.server, cpu=a.cpu) as bed,
     ):
-        # The JVM's compiles before the first scored run (`Testbed.warm_up`), at the load step's base load.
-        bed.warm_up(live.with_changes({"workload.population.session_rate": scenarios["load_step"][0]["session_rate"] * a.rate}), mapping)
+        # The JVM's compiles before the first scored run (`Testbed.warm_up`), at the load
+        # step's base load (of the default scale, where the rate is still to be measured).
+        measured = a.rate == "measure"
+        scale = LIVE_RATE if measured else a.rate
+        bed.warm_up(live.with_changes({"workload.population.session_rate": scenarios["load_step"][0]["session_rate"] * scale}), mapping)
+        if measured:
+            a.rate = _measured_rate(bed, base, mapping, max(p.get("session_rate", 0.0) for p in scenarios["load_step"]), out)
         for seed, (name, strategy) in order:
             changes = [p | {"at": p["at"] * LIVE_TIME} | ({"session_rate": p["session_rate"] * a.rate} if "session_rate" in p else {}) for p in scenarios[name]]
             phases = _phases(live, name, changes)
@@ -265,6 +329,7 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
             "cpu": a.cpu,
             "time_scale": LIVE_TIME,
             "rate_scale": a.rate,
+            "rate_measured": measured,  # in the sitting (`--rate measure`: capacity.json), or given
             "repeats": a.repeats,
             "slo_p99_s": SLO,
             "twin_file": str(a.twin) if a.twin else None,

@@ -66,3 +66,32 @@ def test_a_per_phase_target_holds_in_every_repeat():
     late.loc[miss, "p99"] = study["SLO"] * 2
     verdict = _verdict(late, "twin: p99 within")
     assert verdict["verdict"] == "not reproduced" and "mix_shift/1/s3" in verdict["ours"]
+
+
+def test_a_measured_rate_puts_the_peak_midway_and_is_refused_where_no_size_serves_more(tmp_path, monkeypatch):
+    import json
+
+    import pytest
+
+    import tierlab.experiments.sizing as sizing
+
+    found = {(20, 15): 50.0, (4, 4): 56.0}
+    asked = []
+
+    def search(model, configs, start, **kw):
+        asked.append((model.spec.run.duration, model.spec.run.warmup, configs, start, kw["step"], kw["runs"]))
+        result = pd.DataFrame({"M": [c[0] for c in configs], "N": [c[1] for c in configs], "lambda_max": [found[c] for c in configs], "bracketed": True})
+        return result, pd.DataFrame({"M": [20], "N": [15], "lambda": [30.0], "passed": [True]})
+
+    monkeypatch.setattr(sizing, "max_sustainable_rate", search)
+    base = study["load_model"](study["MODEL"])
+    rate = study["_measured_rate"](None, base, None, 3.0, tmp_path)
+    assert rate == pytest.approx(53.0 / 3.0)  # the peak, 3.0 × rate, midway between 50 and 56
+    assert asked == [(40.0, 10.0, [(20, 15), (4, 4)], 30.0, 1.0, 1)]  # as `tierlab live validate` measured capacity.json
+    assert json.loads((tmp_path / "capacity.json").read_text())["rate"] == pytest.approx(rate)
+    found[(4, 4)] = 49.0
+    with pytest.raises(SystemExit, match="nothing to control"):
+        study["_measured_rate"](None, base, None, 3.0, tmp_path)
+    assert study["_rate_arg"]("measure") == "measure" and study["_rate_arg"]("18.5") == 18.5
+    with pytest.raises(Exception, match="neither a number nor"):
+        study["_rate_arg"]("fast")
