@@ -113,7 +113,7 @@ def main() -> None:
                     "jvm_cpu_s": used,
                     "ok": s["requests"]["ok"],
                     "served_per_s": s["throughput"],
-                    "rt_mean_s": (s["response_time"] or {}).get("mean", float("nan")),
+                    "rt_mean_s": s["response_time"]["mean"] if s["response_time"] is not None else float("nan"),
                 }
             )
             x = rows[-1]
