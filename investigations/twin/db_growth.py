@@ -31,6 +31,7 @@ Live timings are the machine's; the figures do not regenerate exactly."""
 from __future__ import annotations
 
 import sqlite3
+from typing import Any
 
 import pandas as pd
 import psutil
@@ -84,7 +85,7 @@ def _cpu_s(pid: int) -> float:
 def main() -> None:
     a = study_parser(__doc__, quick=False).parse_args()
     out = output_dir("db_growth", a)
-    rows = []
+    rows: list[dict[str, Any]] = []
     with (
         own_testbed("db-growth-populated", "sqlite", cpu=CPU, server="java") as populated,
         own_testbed("db-growth-grown", "sqlite", cpu=CPU, server="java") as grown,
