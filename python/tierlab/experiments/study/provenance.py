@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
+from types import TracebackType
 
 from ..._signals import stop_on_sigterm
 
@@ -53,13 +54,30 @@ def results() -> Path:
 def study_parser(doc: str | None, quick: bool = True) -> argparse.ArgumentParser:
     """The options every study has: `--quick` (where the study has a quick size) and `--out`.
     Every study builds its parser here, so here too SIGTERM is made to stop it as Ctrl-C
-    does: a live study's testbed is torn down instead of left serving."""
+    does (a live study's testbed is torn down instead of left serving), and a stop ends
+    the study with one line instead of a traceback."""
     stop_on_sigterm()
+    sys.excepthook = interrupted
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     if quick:
         ap.add_argument("--quick", action="store_true", help="the smaller study that CI re-runs")
     ap.add_argument("--out", help="folder to write to (default: results/<study>[_quick] beside the script)")
     return ap
+
+
+def interrupted(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+    """A study's uncaught exception as Python prints it, except a stop (Ctrl-C, SIGTERM:
+    KeyboardInterrupt, however deep in a run): one line saying what stopped which study.
+    The exit status stays a stop's (130), Python's for an unhandled KeyboardInterrupt."""
+    if not issubclass(kind, KeyboardInterrupt):
+        sys.__excepthook__(kind, error, tb)
+        return
+    chain, e = [], error
+    while e is not None:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    how = next((str(e.args[0]) for e in chain if e.args and str(e.args[0]).startswith("SIG")), "Ctrl-C")
+    print(f"{script().name}: stopped by {how}; what it had written stays in its output folder", file=sys.stderr)
 
 
 def output_dir(study: str, args: argparse.Namespace) -> Path:
