@@ -3,7 +3,10 @@ window (100 ms) — CPU user and system (cores busy), disk operations, open TCP 
 processes and threads — into trace-schema time series rows (tier = the process's
 role, resource = "", metrics `cpu_user`, `cpu_system`, `disk_ops`, `sockets`,
 `processes`, `threads`), and the process's CPU as a station: resource `cpu`, metric
-`utilization` = cores busy / the machine's cores, as a simulated CPU station's. A
+`utilization` = cores busy / the machine's cores, as a simulated CPU station's. For a
+tier pinned to cores of its own (`live up --cpu app=1`) also those cores' own account,
+`cpu_pinned`: cores busy with anything — the process, and the kernel's work for it that
+its CPU time does not count (a socket's softirq, with IRQ time accounted apart). A
 process that ends during the run (killed, crashed) is noted with the time; its series
 stop there.
 
@@ -21,6 +24,7 @@ import os
 import threading
 import time
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +37,7 @@ def _name(role: Role) -> str:
     return f"{role[0]}[{role[1]}]" if isinstance(role, tuple) else role
 
 
-METRICS = ["cpu_user", "cpu_system", "disk_ops", "sockets", "processes", "threads"]
+METRICS = ["cpu_user", "cpu_system", "disk_ops", "sockets", "processes", "threads"]  # per process
 PROBE_EVERY = 1.0  # seconds between records of the machine
 PROBE_LOOPS = 20_000  # about 2 ms of work on this machine: 0.2% of a core
 
@@ -52,11 +56,19 @@ def probe_ms() -> float:
     return (time.thread_time() - start) * 1e3
 
 
-def _busy_seconds() -> float:
-    """CPU seconds the machine's cores have spent busy since boot, all processes
-    together (everything but idle and waiting for a disk)."""
-    t = psutil.cpu_times()
+def _busy(t: Any) -> float:
+    """A `psutil.cpu_times` record's busy seconds: everything but idle and waiting for a disk."""
     return t.user + t.nice + t.system + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0) + getattr(t, "steal", 0.0)
+
+
+def _busy_seconds() -> float:
+    """CPU seconds the machine's cores have spent busy since boot, all processes together."""
+    return _busy(psutil.cpu_times())
+
+
+def _core_busy() -> np.ndarray:
+    """CPU seconds each core has spent busy since boot."""
+    return np.array([_busy(t) for t in psutil.cpu_times(percpu=True)])
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -76,10 +88,12 @@ def cpu_seconds(pid: int) -> float | None:
 class Monitor:
     """`roles`: tier name, or (tier, server index) for a cluster's servers → pid (its
     children are counted with it: PostgreSQL runs a process per connection). Use as a
-    context manager around a run."""
+    context manager around a run. `pinned`: tier → the CPUs pinned to it, whose own
+    account each window is recorded too (`cpu_pinned`)."""
 
-    def __init__(self, roles: dict[Role, int], window: float = 0.1, origin: float | None = None):
+    def __init__(self, roles: dict[Role, int], window: float = 0.1, origin: float | None = None, pinned: dict[str, list[int]] | None = None):
         self.roles, self.window, self.origin = roles, window, origin
+        self.pinned = {tier: cpus for tier, cpus in (pinned or {}).items() if cpus}
         self.cores = psutil.cpu_count() or 1
         self.rows: list[tuple] = []
         self.ended: dict[Role, float] = {}  # role → start of its first window without the process
@@ -144,12 +158,14 @@ class Monitor:
         passed since the last sample; a sample that came late (a busy machine) covers
         every window since the last one with its rates, so no window is missing."""
         last, last_window = self._read(), 0
+        cores = _core_busy() if self.pinned else None
         last_t, probed = time.monotonic(), -PROBE_EVERY
         machine_busy, machine_t = _busy_seconds(), last_t
         self.ended |= {role: 0.0 for role in self.roles if role not in last}
         while not self._stop.is_set():
             self._stop.wait(max(0.0, self.t0 + (last_window + 1) * self.window - time.monotonic()))
             now, now_t = self._read(), time.monotonic()
+            now_cores = _core_busy() if cores is not None else None
             window = max(last_window + 1, int((now_t - self.t0) / self.window))
             for role in last.keys() - now.keys() - self.ended.keys():
                 self.ended[role] = last_window * self.window
@@ -163,6 +179,10 @@ class Monitor:
                     for metric, value in zip(METRICS, [*rates, *v[3:]]):
                         self.rows.append((t, tier, server, "", metric, float(value)))
                     self.rows.append((t, tier, server, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
+            if cores is not None and now_cores is not None:
+                rate = (now_cores - cores) / max(now_t - last_t, 1e-6)
+                self.rows += [(i * self.window, tier, 0, "", "cpu_pinned", float(rate[cpus].sum())) for tier, cpus in self.pinned.items() for i in range(last_window, window)]
+                cores = now_cores
             if (at := last_window * self.window) >= probed + PROBE_EVERY - 1e-9:
                 busy = _busy_seconds()
                 idle = self.cores - (busy - machine_busy) / max(now_t - machine_t, 1e-6)
