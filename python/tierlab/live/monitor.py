@@ -181,7 +181,11 @@ class Monitor:
                     self.rows.append((t, tier, server, "cpu", "utilization", float(rates[0] + rates[1]) / self.cores))
             if cores is not None and now_cores is not None:
                 rate = (now_cores - cores) / max(now_t - last_t, 1e-6)
-                self.rows += [(i * self.window, tier, 0, "", "cpu_pinned", float(rate[cpus].sum())) for tier, cpus in self.pinned.items() for i in range(last_window, window)]
+                self.rows += [
+                    (i * self.window, tier, 0, "", "cpu_pinned", float(rate[cpus].sum()))
+                    for tier, cpus in self.pinned.items()
+                    for i in range(last_window, window)
+                ]
                 cores = now_cores
             if (at := last_window * self.window) >= probed + PROBE_EVERY - 1e-9:
                 busy = _busy_seconds()

@@ -186,7 +186,7 @@ class Testbed:
         stopped: KeyboardInterrupt | None = None
         throttled_before = cpu_budget.throttled(self.state.cgroups)
         pinned = [c for cpus in self.state.pinned.values() for c in cpus]
-        cores = {tier: self.state.pinned.get(role, []) for role, tier in (('app', app), ('db', db))}
+        cores = {tier: self.state.pinned.get(role, []) for role, tier in (("app", app), ("db", db))}
         with cpu_budget.kept_off(pinned), Monitor(pids, window, origin, pinned=cores) as mon:
             try:
                 trace = generate_load(loaded, mapping, target=self.state.target, also=self.state.targets()[1:], **load_args)

@@ -72,7 +72,8 @@ def interrupted(kind: type[BaseException], error: BaseException, tb: TracebackTy
     if not issubclass(kind, KeyboardInterrupt):
         sys.__excepthook__(kind, error, tb)
         return
-    chain, e = [], error
+    chain: list[BaseException] = []
+    e: BaseException | None = error
     while e is not None:
         chain.append(e)
         e = e.__cause__ or e.__context__
