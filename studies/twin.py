@@ -51,6 +51,7 @@ calibration runs got)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
@@ -345,8 +346,24 @@ def _claims(results: dict, targets: Targets) -> Ledger:
             {m: _pool_distance(r[f"{m}_optimum"], r["measured_best"]) for m in ("paper", "twin")},
             Criterion("max(|ΔM|, |ΔN|) at most 1 for paper or twin", lambda ours, bound: min(ours.values()) <= bound),
             "see notes.md",
+            testable=Criterion(
+                "the truth tells the best apart: the measured best's 95% interval lies above every other measured configuration's",
+                lambda capacities, _: _resolved(capacities),
+            ),
+            testable_data=r["capacities"],
         )
     return ledger
+
+
+def _resolved(capacities: list[dict]) -> bool:
+    """Whether the highest measured capacity's 95% interval lies above every other's:
+    where they overlap, the truth cannot say which configuration is best, and picking
+    any of them is neither right nor wrong. Without intervals (one search each, as
+    before issue 41) it cannot say either: repeated searches spread by 10%."""
+    low = lambda c: c["lambda_max"] - c.get("halfwidth", math.nan)  # noqa: E731
+    high = lambda c: c["lambda_max"] + c.get("halfwidth", math.nan)  # noqa: E731
+    best = max(capacities, key=lambda c: c["lambda_max"])
+    return all(low(best) > high(c) for c in capacities if c is not best)
 
 
 def _busy_windows(traces: list[Path], model) -> int:
