@@ -22,7 +22,7 @@ and system, every thread) and the pinned core's own account over the same span
 
     python investigations/twin/pinned_core.py      # about 5 min
 
-Criterion, written before the run (2026-11-28 16:05 UTC, before it first ran): the
+Criterion, written before the run (2026-11-28 15:45 UTC, before it first ran): the
 mechanism — at the two highest loads the pinned core is busy (everything but idle
 and iowait) at least 10% of a core more than the JVM's own CPU (means over the repeats).
 Expected if it holds: the core's busy near 1.0 at 100–110%, the JVM's ~0.85, the gap
