@@ -38,6 +38,7 @@ much the worst point exceeds its allowance (≤ 0: met).
     python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
     python studies/twin.py --quick --resume --lock --idle-handoff --request-growth  # the same, the twin with issue 41's mechanisms where the runs show them
     python studies/twin.py --server java --quick --cpu app=1 --idle-handoff  # the JVM bookstore held to one core, the rest the load generator's
+    python studies/twin.py --quick --rescore  # nothing run: the folder's testbeds scored by this commit's criteria
 
 Each testbed's figures go to <out>/<db>/testbed.json with their own provenance (commit,
 command, seeds), so the two testbeds of the full study can run in separate sittings;
@@ -402,7 +403,15 @@ def main() -> None:
         action="store_true",
         help="the twin's app CPU grows with the threads held as the requests one by one show it (`twin calibrate --request-growth`)",
     )
+    ap.add_argument(
+        "--rescore",
+        action="store_true",
+        help="run nothing: score the testbeds already in the folder (their testbed.json) by this commit's criteria, rewriting claims.json and result.json; "
+        "for a change of the criteria, not of the twin (that is --resume)",
+    )
     a = ap.parse_args()
+    if a.rescore and (a.resume or a.db):
+        ap.error("--rescore runs nothing: it takes neither --resume nor --db")
     try:
         cpu = cpu_budget.parse(a.cpu) if a.cpu else None
     except InputError as e:
@@ -410,7 +419,7 @@ def main() -> None:
     twin_options = {"lock": a.lock, "idle_handoff": a.idle_handoff, "request_growth": a.request_growth}
     out = output_dir("twin" if a.server == "python" else "twin_java", a)
     s = sizes(a.quick)
-    for db in [a.db] if a.db else s["dbs"]:
+    for db in [] if a.rescore else [a.db] if a.db else s["dbs"]:
         path = out / db / "testbed.json"
         # What the live runs in the folder were measured by: its testbed.json, or a study's
         # result.json from before there was one per testbed.
@@ -423,6 +432,8 @@ def main() -> None:
             )  # (before ran_live was kept: it ran some)
         path.write_text(json.dumps(record, indent=2, default=float) + "\n")
     results = {db: json.loads((out / db / "testbed.json").read_text()) for db in s["dbs"] if (out / db / "testbed.json").exists()}
+    if not results:
+        raise SystemExit(f"{out}: no testbed.json of {', '.join(s['dbs'])} to score (--quick must match the study that ran)")
     summary = {
         "sizes": s,
         "testbeds": results,
