@@ -33,8 +33,8 @@ is the point's allowance (`truth.allowance`), and `unseen_beyond_allowance` says
 much the worst point exceeds its allowance (≤ 0: met).
 
     python studies/twin.py --quick      # SQLite; about 36 min on a quiet 2-core machine (three repeats of the live truth)
-    python studies/twin.py              # SQLite and PostgreSQL, longer runs, 5 runs per rate
-    python studies/twin.py --db sqlite  # one testbed of the full study (about 85 min each)
+    python studies/twin.py              # SQLite and PostgreSQL, more configurations, longer runs
+    python studies/twin.py --db sqlite  # one testbed of the full study (estimated 75 min each: a 20 min profile, 15 searches)
     python studies/twin.py --db sqlite --resume  # the twin's side again, on the live runs in the folder
     python studies/twin.py --quick --resume --lock --idle-handoff --request-growth  # the same, the twin with issue 41's mechanisms where the runs show them
     python studies/twin.py --server java --quick --cpu app=1 --idle-handoff  # the JVM bookstore held to one core, the rest the load generator's

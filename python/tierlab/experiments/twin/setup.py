@@ -63,7 +63,11 @@ def sizes(quick: bool) -> dict:
     if quick:
         # One run per rate and 10 s runs: 32 min with two runs of 12 s, the issue asks under 20.
         return {"dbs": ["sqlite"], "M": [4, 8], "N": [2, 4], "warmup": 5.0, "duration": 10.0, "runs": 1, "repeats": 3}
-    return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 5, "repeats": 3}
+    # One run per rate here too: the truth's three interleaved searches carry its spread
+    # (issue 41), and five runs per rate made each search ~9 min, a testbed's study ~3.5 h,
+    # longer than a sitting (2026-11-28, the JVM: 23 min of profile, 9 min for the first
+    # search of 15).
+    return {"dbs": ["sqlite", "postgres"], "M": [4, 8, 16], "N": [2, 4], "warmup": 6.0, "duration": 20.0, "runs": 1, "repeats": 3}
 
 
 def own_testbed(name: str, db: str, cpu: dict[str, float] | None = None, server: Server = "python", pin: bool = True) -> AbstractContextManager[Testbed]:
