@@ -137,6 +137,11 @@ def test_every_failure_is_counted_by_kind(stub):
     assert sum(s["requests"].values()) - s["requests"]["unfinished"] == len(r)
     errors = trace.series("client", "errors")[0].sum()
     assert errors >= (r.status != "ok").sum()
+    # The generator's own lag, per window of intended sends: never negative, and NaN
+    # exactly where no request due then finished.
+    lag = trace.series("client", "send_lag")[0]
+    due = trace.series("client", "arrivals")[0]
+    assert (lag.dropna() >= 0).all() and lag.isna().equals(due == 0)
 
 
 def test_the_same_seed_walks_the_same_sessions(stub):

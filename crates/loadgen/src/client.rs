@@ -310,7 +310,7 @@ async fn request(
 ) {
     let spec = &sh.cfg.requests[ty];
     let id = sh.next_request.fetch_add(1, Relaxed) + 1;
-    let start = sh.since_start(intended);
+    let (start, sent) = (sh.since_start(intended), sh.since_start(Instant::now()));
     if start >= sh.cfg.warmup {
         sh.record(|c| c.sent(ty));
     }
@@ -347,6 +347,7 @@ async fn request(
             session: sid,
             rtype: ty,
             start,
+            sent,
             end,
             failure,
             bytes,

@@ -37,12 +37,14 @@ impl Failure {
 
 /// One finished request; times in seconds from the start of the run. `start` is the
 /// *intended* send time, so a late sender does not hide the wait (no coordinated
-/// omission).
+/// omission); `sent`, when the generator got to send it: `sent - start` is the
+/// generator's own lag, which the response time holds and the server never sees.
 pub struct Done {
     pub id: u64,
     pub session: u64,
     pub rtype: usize,
     pub start: f64,
+    pub sent: f64,
     pub end: f64,
     pub failure: Option<Failure>,
     pub bytes: u64,
@@ -70,12 +72,13 @@ impl Latency {
     }
 }
 
-const METRICS: [&str; 5] = [
+const METRICS: [&str; 6] = [
     "concurrency",
     "arrivals",
     "completions",
     "response_time",
     "errors",
+    "send_lag",
 ];
 
 pub struct Collector {
@@ -84,8 +87,8 @@ pub struct Collector {
     requests: RequestStats,
     failures: [u64; 6],
     bytes: u64,
-    /// Per window: METRICS, response_time as a sum until the end.
-    windows: Vec<[f64; 5]>,
+    /// Per window: METRICS, response_time and send_lag as sums until the end.
+    windows: Vec<[f64; 6]>,
     records: Option<Records>,
     rt_sum: f64,
     sessions_started: u64,
@@ -113,16 +116,18 @@ impl Collector {
         }
     }
 
-    fn window_mut(&mut self, t: f64) -> &mut [f64; 5] {
+    fn window_mut(&mut self, t: f64) -> &mut [f64; 6] {
         let w = (t / self.window) as usize;
         if w >= self.windows.len() {
-            self.windows.resize(w + 1, [0.0; 5]);
+            self.windows.resize(w + 1, [0.0; 6]);
         }
         &mut self.windows[w]
     }
 
     pub fn request(&mut self, d: Done) {
-        self.window_mut(d.start)[1] += 1.0;
+        let sent = self.window_mut(d.start);
+        sent[1] += 1.0;
+        sent[5] += d.sent - d.start;
         let w = self.window_mut(d.end);
         w[2] += 1.0;
         w[3] += d.end - d.start;
@@ -184,7 +189,7 @@ impl Collector {
     fn close_windows(&mut self, elapsed: f64) -> usize {
         let n = ((elapsed / self.window).ceil() as usize).max(1);
         if self.windows.len() > n {
-            let late: Vec<[f64; 5]> = self.windows.drain(n..).collect();
+            let late: Vec<[f64; 6]> = self.windows.drain(n..).collect();
             let last = &mut self.windows[n - 1];
             for w in late {
                 for (sum, x) in last[1..].iter_mut().zip(&w[1..]) {
@@ -192,7 +197,7 @@ impl Collector {
                 }
             }
         }
-        self.windows.resize(n, [0.0; 5]);
+        self.windows.resize(n, [0.0; 6]);
         n
     }
 
@@ -218,7 +223,8 @@ impl Collector {
                 in_system += w[0] * self.window.min(elapsed - t);
             }
             let mean_rt = if w[2] > 0.0 { w[3] / w[2] } else { f64::NAN };
-            values.extend([w[0], w[1], w[2], mean_rt, w[4]]);
+            let mean_lag = if w[1] > 0.0 { w[5] / w[1] } else { f64::NAN };
+            values.extend([w[0], w[1], w[2], mean_rt, w[4], mean_lag]);
         }
         let series = TimeSeries {
             meta: METRICS
@@ -298,6 +304,7 @@ mod tests {
             session: 0,
             rtype: 0,
             start,
+            sent: start,
             end,
             failure,
             bytes: 0,
@@ -312,8 +319,27 @@ mod tests {
         assert_eq!(c.close_windows(1.0), 10);
         let sum = |k: usize| c.windows.iter().map(|w| w[k]).sum::<f64>();
         assert_eq!((sum(1), sum(2), sum(4)), (2.0, 2.0, 1.0));
-        assert_eq!(c.windows[9][2..], [1.0, 1.03 - 0.95, 1.0]);
+        assert_eq!(c.windows[9][2..5], [1.0, 1.03 - 0.95, 1.0]);
         // In flight within the run only: 0.05 s of the window [0.9, 1.0).
         assert!((c.windows[9][0] - 0.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_send_lag_is_kept_by_the_window_of_the_intended_send() {
+        let mut c = Collector::new(1, 0.0, 0.1, false);
+        c.request(Done {
+            sent: 0.03,
+            ..done(0.01, 0.05, None)
+        });
+        c.request(Done {
+            sent: 0.07,
+            ..done(0.03, 0.12, None)
+        });
+        c.request(done(0.15, 0.18, None));
+        assert_eq!(c.close_windows(0.2), 2);
+        // Window 0: two sends, lagging 0.02 and 0.04 s (the series gives their mean);
+        // window 1: one on time. The second request ended in window 1, its lag stays in 0.
+        assert_eq!((c.windows[0][1], c.windows[1][1]), (2.0, 1.0));
+        assert!((c.windows[0][5] - 0.06).abs() < 1e-12 && c.windows[1][5] == 0.0);
     }
 }
