@@ -196,3 +196,30 @@ def test_idle_connections_are_bounded_by_the_limit_and_closed_after_the_timeout(
         for s in idle:
             s.close()
     assert os.path.exists(f"/proc/{pid}")
+
+
+@pytest.mark.parametrize("server", ["python", "java"])
+def test_the_testbeds_connection_limit_bounds_the_connections_held(server, tmp_path):
+    """`live up --connection-limit` reaches either runtime: with 40 connections open and
+    idle, the server holds its limit (the rest wait in the listen backlog) — Tomcat
+    exactly, waitress two fewer (its listening socket and its wake-up pipe count in its
+    map) — and serves again once they close."""
+    from tierlab.live import jvm
+    from tierlab.live.testbed import Testbed
+
+    if server == "java" and jvm.tools() is not None:
+        pytest.skip(f"the JVM bookstore cannot be built here: {jvm.tools()}")
+    with Testbed.started(tmp_path / "live", db="sqlite", server=server, threads=4, connections=2, connection_limit=12) as bed:
+        assert bed.state.connection_limit == 12
+        port, pid = bed.state.port, bed.state.pid
+        idle = [_connect(port) for _ in range(40)]
+        try:
+            deadline = time.monotonic() + 30
+            while (held := _held(pid, port)) < 10 and time.monotonic() < deadline:
+                time.sleep(0.05)  # until it has accepted what it may
+            samples = [held] + [_held(pid, port) for _ in range(10)]
+            assert (min(samples), max(samples)) == ((12, 12) if server == "java" else (10, 10)), samples
+        finally:
+            for s in idle:
+                s.close()
+        assert _status(_exchange(port, _get("/home"))) == 200

@@ -112,13 +112,36 @@ def live() -> None:
 )
 @click.option("--no-pin", is_flag=True, help="Hold whole-core budgets by a quota over every core too, not pinned to cores of their own.")
 @click.option(
+    "--connection-limit",
+    type=int,
+    help="Connections the bookstore holds at once (Tomcat's maxConnections, waitress's connection_limit; default 900, at most 1,000 on the "
+    "Python server): past it new ones wait in the listen backlog. Each session keeps its connection through its thinks, so it bounds the "
+    "sessions open at once.",
+)
+@click.option(
     "--cpu-from",
     "cpu_model",
     type=click.Path(dir_okay=False),
     help="CPU budgets from this model: its pooled tier's CPU station (cores × speed) for app, the next tier's for db (not on SQLite).",
 )
 def live_up(
-    workdir, db, server, model, proxy_limit, port, admin_port, threads, connections, caching, num_items, num_ebs, otel, cpu_text, cpu_model, no_pin
+    workdir,
+    db,
+    server,
+    model,
+    proxy_limit,
+    port,
+    admin_port,
+    threads,
+    connections,
+    caching,
+    num_items,
+    num_ebs,
+    otel,
+    cpu_text,
+    no_pin,
+    connection_limit,
+    cpu_model,
 ) -> None:
     """Start the database and the bookstore in the background (or, with --model, a cluster of them behind proxies)."""
     from ..live import cpu_budget, lifecycle
@@ -133,8 +156,8 @@ def live_up(
     if proxy_limit is not None and model is None:
         raise click.UsageError("--proxy-limit limits the cluster's proxies: give --model")
     if model is not None:
-        if cpu:
-            raise click.UsageError("--cpu budgets one bookstore and its database; start it without --model")
+        if cpu or connection_limit is not None:
+            raise click.UsageError("--cpu and --connection-limit set one bookstore; start it without --model")
         from ..live.cluster import up_cluster
         from ..live.proxy import Limit
 
@@ -160,6 +183,7 @@ def live_up(
         server=server,
         cpu=cpu,
         pin=not no_pin,
+        connection_limit=connection_limit,
     )
     err.print(f"bookstore ({server}) up on http://{state.target} (pid {state.pid}, {state.db}); log {state.log}")
 

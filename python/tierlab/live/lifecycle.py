@@ -31,6 +31,12 @@ POSTGRES_SCRIPT = Path(__file__).with_name("postgres.sh")
 REDIS_SCRIPT = Path(__file__).with_name("redis.sh")
 
 
+# Both servers' default for the connections held at once (serve.py, Main.java): the
+# Python one's select() fails beyond 1,024 descriptors, which caps it there too.
+CONNECTION_LIMIT = 900
+PYTHON_CONNECTIONS = 1000
+
+
 @dataclass
 class State:
     """What `up` started. The single form: one bookstore (`pid`, `port`, `admin_port`,
@@ -61,6 +67,9 @@ class State:
     pinned: dict[str, list[int]] = field(default_factory=dict)
     cpu_note: str | None = None
     pin_note: str | None = None
+    # The connections the bookstore holds at once, where set (`up(connection_limit=)`);
+    # None: the server's own default, CONNECTION_LIMIT.
+    connection_limit: int | None = None
 
     @property
     def target(self) -> str:
@@ -153,22 +162,35 @@ def up(
     server: Server = "python",
     cpu: dict[str, float] | None = None,
     pin: bool = True,
+    connection_limit: int | None = None,
 ) -> State:
     """Start the database (SQLite: a file; PostgreSQL: the project's cluster) and the
     bookstore (`server`: the Python one, or the JVM one, built first if needed); populate
     the data if this scale has not been loaded yet. `otel`: a file the server also
     exports its OpenTelemetry traces and metrics to (OTLP/JSON lines). `cpu`: cores per
     tier (`app`, `db`; `cpu_budget.parse`), each tier's processes held to them by a
-    cgroup (`budget`), whole cores pinned unless not `pin`."""
+    cgroup (`budget`), whole cores pinned unless not `pin`. `connection_limit`: the
+    connections the server holds at once (Tomcat's `maxConnections`, waitress's
+    `connection_limit`; default CONNECTION_LIMIT): past it new ones wait in the listen
+    backlog, and as each session keeps its connection through its thinks, it bounds the
+    sessions open at once (investigations/twin/results/pinned_core_placement)."""
     if cpu and "db" in cpu and db == "sqlite":
         raise InputError("--cpu db=…: SQLite runs inside the bookstore's process, under its app budget; drop db= or use --db postgres")
+    if connection_limit is not None and connection_limit < 1:
+        raise InputError(f"--connection-limit {connection_limit}: give at least 1")
+    if connection_limit is not None and server == "python" and connection_limit > PYTHON_CONNECTIONS:
+        raise InputError(
+            f"--connection-limit {connection_limit}: the Python server holds at most {PYTHON_CONNECTIONS} "
+            "(waitress polls with select(), which fails beyond 1,024 descriptors); give fewer, or use --server java"
+        )
     workdir = prepare(workdir, [(port, "--port"), (admin_port, "--admin-port")])
     url = database(workdir, db, num_items, num_ebs, log)
     logfile = workdir / "server.log"
     if otel:  # the server writes it from its start, on either runtime
         Path(otel).parent.mkdir(parents=True, exist_ok=True)
-    cmd = server_command(server, workdir, url, port, admin_port, threads, connections, caching, otel=otel, log=log)
-    state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server)
+    limit = ("--connection-limit", str(connection_limit)) if connection_limit is not None else ()
+    cmd = server_command(server, workdir, url, port, admin_port, threads, connections, caching, *limit, otel=otel, log=log)
+    state = State(spawn(cmd, logfile), port, admin_port, url, db, str(workdir), str(logfile), server=server, connection_limit=connection_limit)
     save(state)  # first, so that `down` finds the server whatever happens next
     if cpu:
         budget(state, cpu, log, pin)
