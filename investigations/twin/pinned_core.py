@@ -76,6 +76,7 @@ from tierlab.experiments.study.claims import Criterion, Ledger, each
 from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.setup import CALIBRATED, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.truth import estimate, interleaved
+from tierlab.live.monitor import cpu_seconds
 from tierlab.live.testbed import Testbed
 from tierlab.trace.schema import sent
 
@@ -104,9 +105,12 @@ def _spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float
 
 
 def _jvm(pid: int) -> float:
-    """The JVM's CPU-seconds so far (all its threads: JIT and GC included)."""
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system
+    """The JVM's CPU-seconds so far (all its threads: JIT and GC included), counted as
+    the monitor counts a tier's."""
+    used = cpu_seconds(pid)
+    if used is None:
+        raise SystemExit(f"the JVM (pid {pid}) is gone")
+    return used
 
 
 def main() -> None:
