@@ -19,7 +19,7 @@ the pinned core's use.
 
     python investigations/twin/connection_limit.py    # about 15 min
 
-Criteria, written before the run (2026-11-28 18:50 UTC):
+Criteria, written before the run (2026-11-28 18:29 UTC):
 1. The limit is the bound: at 110% and 125%, with the limit at 3,000 the requests in
    flight at the run's end and the p99 time outside the server are each at most a
    quarter of what they are at 900 (means over the repeats).
