@@ -161,7 +161,9 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     # uncapped, rated the unseen configurations worse on both testbeds; capped where the
     # handlers' CPU levels off (investigations/twin/results/cpu_growth, cpu_growth_live), see
     # results/twin/notes.md.
-    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention, **twin_options)
+    # The server's clients' connections: recorded by every live run since the testbed
+    # records them, given here for runs resumed from before (the limit the testbed ran then, its default).
+    cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention, connection_limit=bed.state.client_connections, **twin_options)
     twin_file = cal.write(out / "twin.yaml")
     twin = load_model(twin_file)
 

@@ -168,6 +168,22 @@ pub struct Pool {
     /// which must run before it takes it): free, and promised, meanwhile. None = at once.
     #[serde(default)]
     pub handoff: Option<Handoff>,
+    #[serde(default)]
+    pub hold: Hold,
+}
+
+/// Who holds a pool's token. A request's visit takes it by a step and gives it back by
+/// another or when the visit ends. A session takes it before its first request enters
+/// the tier and keeps it to the session's end, through its think times: a client's
+/// keep-alive connection, of which a server holds at most so many (Tomcat's
+/// `maxConnections`); a session without one waits in the pool's queue (the kernel's
+/// accept queue) before anything of its request runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Hold {
+    #[default]
+    Request,
+    Session,
 }
 
 /// A hand-off's length: drawn, or the woken waiter's own run on a CPU station.
@@ -457,19 +473,21 @@ impl Model {
                 return Some(p);
             }
         }
-        self.workload_problem().or_else(|| {
-            let r = &self.run;
-            let ok = positive(r.duration)
-                && finite_non_negative(r.warmup)
-                && r.warmup < r.duration
-                && positive(r.window);
-            (!ok).then(|| {
-                (
-                    "run".into(),
-                    "need duration > warmup ≥ 0 and window > 0, all finite".into(),
-                )
+        self.workload_problem()
+            .or_else(|| self.session_pools_problem())
+            .or_else(|| {
+                let r = &self.run;
+                let ok = positive(r.duration)
+                    && finite_non_negative(r.warmup)
+                    && r.warmup < r.duration
+                    && positive(r.window);
+                (!ok).then(|| {
+                    (
+                        "run".into(),
+                        "need duration > warmup ≥ 0 and window > 0, all finite".into(),
+                    )
+                })
             })
-        })
     }
 
     fn tier_problem(&self, t: &Tier) -> Option<(String, String)> {
@@ -645,6 +663,31 @@ impl Model {
         None
     }
 
+    /// A pool held by sessions is taken before a request enters its tier, which must be
+    /// where sessions send their requests (the entry tier), of one server (so that the
+    /// session's connection is to the server its next request reaches), with one such
+    /// pool; and it is no step's to take (`steps_problem`).
+    fn session_pools_problem(&self) -> Option<(String, String)> {
+        for (ti, t) in self.tiers.iter().enumerate() {
+            let held: Vec<&Pool> = t.pools.iter().filter(|p| p.hold == Hold::Session).collect();
+            let Some(p) = held.first() else { continue };
+            let at = format!("tiers.{}.pools.{}.hold", t.name, p.name);
+            let why = if ti != self.workload.entry_tier {
+                "a pool held by sessions belongs to the entry tier, where sessions connect"
+            } else if t.servers != 1 {
+                "a pool held by sessions needs a tier of one server (its sessions' connections to a cluster go through a proxy)"
+            } else if held.len() > 1 {
+                "one pool held by sessions per tier"
+            } else if p.kind != PoolKind::Other {
+                "a pool held by sessions is kind other: waiting for it is neither a thread's wait nor a database connection's"
+            } else {
+                continue;
+            };
+            return Some((at, why.into()));
+        }
+        None
+    }
+
     fn steps_problem(
         &self,
         ty: &RequestType,
@@ -671,10 +714,10 @@ impl Model {
                     if let Some(p) = self.steps_problem(ty, tier, cost, &at) {
                         return Some(p);
                     }
-                    *pool >= t.pools.len()
+                    !t.pools.get(*pool).is_some_and(|p| p.hold == Hold::Request)
                 }
                 Step::Release { pool } | Step::Close { pool } | Step::Drop { pool } => {
-                    *pool >= t.pools.len()
+                    !t.pools.get(*pool).is_some_and(|p| p.hold == Hold::Request)
                 }
                 Step::Cpu {
                     station,
@@ -701,7 +744,9 @@ impl Model {
             if bad {
                 return Some((
                     at,
-                    format!("step {s:?} names something that does not exist"),
+                    format!(
+                        "step {s:?} names something that does not exist (or a pool sessions hold)"
+                    ),
                 ));
             }
         }
@@ -801,6 +846,40 @@ pub(crate) mod tests {
     #[test]
     fn a_valid_model_passes() {
         Model::from_json(&valid().to_string()).unwrap();
+    }
+
+    #[test]
+    fn a_pool_held_by_sessions_is_the_entry_tiers_alone() {
+        fn with_clients(m: &mut Value) {
+            let held = json!({"name": "clients", "kind": "other", "size": 5, "timeout": null,
+                "max_queue": null, "discipline": "fifo", "hold": "session"});
+            m["tiers"][0]["pools"].as_array_mut().unwrap().push(held);
+        }
+        let mut m = valid();
+        with_clients(&mut m);
+        Model::from_json(&m.to_string()).unwrap();
+        type Edit = fn(&mut Value);
+        let cases: [(Edit, &str); 3] = [
+            (
+                |m| m["tiers"][0]["servers"] = json!(2),
+                "tiers.app.pools.clients.hold: a pool held by sessions needs a tier of one server",
+            ),
+            (
+                |m| m["tiers"][0]["pools"][1]["kind"] = json!("threads"),
+                "tiers.app.pools.clients.hold: a pool held by sessions is kind other",
+            ),
+            (
+                |m| m["types"][0]["programs"][0][0]["pool"] = json!(1),
+                "requests.home.app[0]: step Acquire",
+            ),
+        ];
+        for (edit, want) in cases {
+            let e = error(|m| {
+                with_clients(m);
+                edit(m)
+            });
+            assert!(e.contains(want), "{e}");
+        }
     }
 
     #[test]

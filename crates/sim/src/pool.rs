@@ -333,6 +333,7 @@ mod tests {
             discipline,
             retransmit: None,
             handoff: None,
+            hold: Default::default(),
         }
     }
 

@@ -21,6 +21,9 @@ pub enum Instr {
         exclusive: bool,
     },
     Release(u16),
+    /// Take a token of the tier's session-held `pool` unless the session holds one
+    /// (first in the entry tier's programs; `Hold::Session`).
+    Connect(u16),
     Get(u16),
     /// About to take a token of `pool` (at `end`, its Get or Acquire): a Get whose token
     /// is cached jumps there, anything else runs the acquisition cost that follows first.

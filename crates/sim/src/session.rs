@@ -24,6 +24,9 @@ pub(crate) struct Session {
     /// holds its state on a stateful tier — and when its previous request reached that
     /// tier's dispatcher.
     pub(crate) homes: Vec<(Option<usize>, Option<f64>)>,
+    /// The token the session holds of its entry tier's session-held pool, as (server,
+    /// pool), from its first request to its end (`Hold::Session`).
+    pub(crate) connection: Option<(u32, u16)>,
 }
 
 pub struct Sessions {
@@ -90,6 +93,10 @@ impl Sessions {
 
     pub fn home(&self, slot: u32, tier: usize) -> Option<usize> {
         self.slots[slot as usize].homes[tier].0
+    }
+
+    pub fn connected(&self, slot: u32) -> bool {
+        self.slots[slot as usize].connection.is_some()
     }
 
     pub fn set_home(&mut self, slot: u32, tier: usize, server: usize) {

@@ -70,8 +70,28 @@ def twin() -> None:
     help="Let the application's CPU demands grow with the worker threads other requests hold as the requests one by one show it "
     "(slope and cap by least squares), where they show it; instead of --contention.",
 )
+@click.option(
+    "--connection-limit",
+    type=click.IntRange(min=1),
+    help="With --model: the clients' connections the server held at once (Tomcat's maxConnections, waitress's connection_limit less 2), "
+    "where the traces did not record it (`live run` records it); the twin's entry tier then holds that many, one per session for its life.",
+)
 def twin_calibrate(
-    traces, model_file, out_file, clients, session_rate, think, threads, connections, form, handoff, contention, lock, idle_handoff, request_growth
+    traces,
+    model_file,
+    out_file,
+    clients,
+    session_rate,
+    think,
+    threads,
+    connections,
+    form,
+    handoff,
+    contention,
+    lock,
+    idle_handoff,
+    request_growth,
+    connection_limit,
 ) -> None:
     """Write a model of the live system that TRACES measured: per request type its
     CPU demand (a fitted distribution), its database accesses and their demand; the
@@ -96,6 +116,8 @@ def twin_calibrate(
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
     options = {"form": form, "handoff": handoff, "contention": contention, "lock": lock, "idle_handoff": idle_handoff, "request_growth": request_growth}
     if model_file is None:
+        if connection_limit is not None:
+            raise InputError("--connection-limit needs --model: an OpenTelemetry server's twin is made from its spans, whose sessions it does not know")
         if session_rate is not None:
             raise InputError("without --model the open workload is the traces' own rate; give --clients N (and --think) for a closed one")
         from ..experiments.twin.observed import calibrate_observed  # the otel extra's: only without a model
@@ -105,6 +127,8 @@ def twin_calibrate(
         return _written(cal, out_file)
     if think is not None or threads is not None or connections is not None:
         raise InputError("--think, --threads and --connections describe a server without a model; with --model, the model says them")
+    if connection_limit is not None:
+        options["connection_limit"] = connection_limit
     with about(model_file):
         model = load_model(model_file)
         cal = calibrate(list(traces), model.with_changes({"workload.population": population}) if population else model, **options)

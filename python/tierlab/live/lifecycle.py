@@ -35,6 +35,10 @@ REDIS_SCRIPT = Path(__file__).with_name("redis.sh")
 # Python one's select() fails beyond 1,024 descriptors, which caps it there too.
 CONNECTION_LIMIT = 900
 PYTHON_CONNECTIONS = 1000
+# Descriptors waitress counts against its connection limit that are not clients': its
+# listening socket and its wake-up pipe (tests/live/test_live_server_limits.py: at a
+# limit of 12 it holds 10 clients, Tomcat 12).
+WAITRESS_OWN = 2
 
 
 @dataclass
@@ -70,6 +74,16 @@ class State:
     # The connections the bookstore holds at once, where set (`up(connection_limit=)`);
     # None: the server's own default, CONNECTION_LIMIT.
     connection_limit: int | None = None
+
+    @property
+    def client_connections(self) -> int | None:
+        """The clients' connections the bookstore holds at once (its limit, less what
+        waitress counts of its own); None for a cluster, whose clients connect to its
+        proxies."""
+        if self.servers or self.proxies:
+            return None
+        limit = self.connection_limit or CONNECTION_LIMIT
+        return limit - WAITRESS_OWN if self.server == "python" else limit
 
     @property
     def target(self) -> str:

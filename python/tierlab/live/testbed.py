@@ -22,7 +22,7 @@ from ..run.interrupt import RunInterrupted
 from ..trace import Trace
 from ..trace.join import join_server_records
 from ..trace.schema import StationSummary, TierSummary
-from . import cpu_budget, statements
+from . import connections, cpu_budget, statements
 from .admin import Admin, ProxyAdmin, ServerGone
 from .decisions import control_during, dispatch_over_run, read_decisions
 from .lifecycle import down, free_ports, postmaster_pidfile, status, up
@@ -215,15 +215,17 @@ class Testbed:
             missing |= {f"{db}.statements": unread} if unread is not None else {}
         monitored = mon.frame(until=period.elapsed)
         pool_names = {"threads": setting.threads, "connections": setting.connections}
-        budgets = (
+        sizes = (
             [cpu_budget.series(self.state.cpu, {"app": app, "db": db}, throttling, period.elapsed, self.state.pinned)] if self.state.cpu else []
-        )  # the tiers' sizes, for the twin
+        )  # the tiers' sizes, for the twin: CPU budgets, and the clients' connections
+        clients = self.state.client_connections
+        sizes += [connections.series(app, clients)] if clients is not None else []
         control, control_series, unmerged = control_during(self.state.workdir, origin, period, app, initial)
         missing |= unmerged
         parts = [
             trace.timeseries,
             monitored,
-            *budgets,
+            *sizes,
             *(server_series(app, sv[1], pool_names, period, k) for k, sv in enumerate(servers) if sv is not None),
             *control_series,
         ]

@@ -87,6 +87,7 @@ def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, 
                         "discipline": s.queue,
                         "retransmit": s.retransmit.model_dump() if s.retransmit else None,
                         "handoff": _handoff(tname, t, p, s, bad),
+                        "hold": s.hold,
                     }
                     for p, s in t.pools.items()
                 ],
@@ -119,6 +120,7 @@ def compile_model(m: Model, chain_read: tuple[ChainData | None, list[tuple[str, 
     if entry not in tier_ix:
         bad.add("workload.entry", f"{entry!r} is not a tier (tiers: {_names(tiers)})")
         entry = tiers[0]
+    _session_pools(m, entry, bad)
     chain, chain_bad = chain_read
     for where, problem in chain_bad:
         bad.add(where, problem)
@@ -360,6 +362,33 @@ class _Program:
     bad: _Problems
 
 
+_SESSION_HELD = "pool {pool!r} is held by sessions (hold: session): a session takes it before its first request's steps, and no step names it"
+
+
+def _session_pools(m: Model, entry: str, bad: _Problems) -> None:
+    """A pool held by sessions is taken as a session's request enters its tier: the
+    entry tier, of one server (a session's connection is to the server its requests
+    reach), one such pool, kind other (waiting for it is neither a thread's wait nor a
+    database connection's), with no acquisition CPU (nothing would charge it)."""
+    for tname, t in m.tiers.items():
+        held = [p for p, s in t.pools.items() if s.hold == "session"]
+        for p in held:
+            s, at = t.pools[p], f"tiers.{tname}.pools.{p}.hold"
+            if tname != entry:
+                bad.add(at, f"a pool held by sessions belongs to the entry tier ({entry!r}), where sessions connect")
+            elif t.servers != 1:
+                bad.add(at, f"a pool held by sessions needs a tier of one server (this one has {t.servers}): sessions reach a cluster through a proxy tier")
+            elif len(held) > 1:
+                bad.add(at, f"one pool held by sessions per tier (found {_names(held)})")
+            elif s.kind != "other":
+                bad.add(
+                    f"tiers.{tname}.pools.{p}.kind",
+                    "a pool held by sessions is kind other: waiting for it is neither a thread's wait nor a database connection's",
+                )
+            elif s.acquire_cpu is not None:
+                bad.add(f"tiers.{tname}.pools.{p}.acquire_cpu", "a pool held by sessions has no acquisition CPU (no step takes it); drop acquire_cpu")
+
+
 def _blocks(steps: list):
     """The bodies of the `use`/`transaction` blocks of a program, at any depth."""
     for s in steps:
@@ -391,6 +420,9 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
             pool = s.acquire if isinstance(s, Acquire) else s.release
             if pool not in tier.pools:
                 bad.add(p, f"pool {pool!r} does not exist in tier {tname!r} (pools: {_names(tier.pools)})")
+                continue
+            if tier.pools[pool].hold == "session":
+                bad.add(p, _SESSION_HELD.format(pool=pool))
                 continue
             if pool in c.used:
                 bad.add(p, f"pool {pool!r} is taken by `use` blocks in this program; use blocks only, or acquire/release only")
@@ -462,6 +494,9 @@ def _block(c: _Program, s: Use | Transaction, p: str) -> list[dict]:
     pools = c.m.tiers[c.tname].pools
     if body.pool not in pools:
         c.bad.add(f"{p}.{kind}.pool", f"pool {body.pool!r} does not exist in tier {c.tname!r} (pools: {_names(pools)})")
+        return []
+    if pools[body.pool].hold == "session":
+        c.bad.add(f"{p}.{kind}.pool", _SESSION_HELD.format(pool=body.pool))
         return []
     if body.pool in (c.held if kind == "use" else c.tx):
         c.bad.add(p, f"a {kind} of {body.pool!r} inside another one; {kind} blocks of one pool do not nest")

@@ -51,6 +51,14 @@ class Pool(Strict):
     max_queue: U32 | None = Field(None, description="waiters beyond this are rejected at once (or dropped, with `retransmit`): an accept backlog")
     retransmit: Retransmit | None = Field(None, description="when full: drop the attempt and let the client retransmit")
     queue: Literal["fifo", "priority"] = Field("fifo", description="priority: lower request-type priority is served first")
+    hold: Literal["request", "session"] = Field(
+        "request",
+        description="who holds a token: request = a request's steps take and give it back (or its visit's end does); "
+        "session = a session takes it before its first request enters the tier and keeps it to the session's end, "
+        "through its think times: a client's keep-alive connection, of which the server holds at most `size` "
+        "(Tomcat's maxConnections, waitress's connection_limit); a session without one waits in the queue (the "
+        "kernel's accept queue), its wait in its request's response time. On the entry tier, of one server, kind other; no step names it",
+    )
     caching: Literal["transaction", "request"] = Field(
         "transaction",
         description="for `use` blocks: transaction = a token is taken and given back around each use (kept only "

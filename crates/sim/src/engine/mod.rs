@@ -17,7 +17,9 @@ mod session;
 use crate::cluster::Cluster;
 use crate::control::Control;
 use crate::events::{Ev, EventQueue};
-use crate::model::{Counted, Handoff, Model, PoolKind, Station as StationSpec};
+use crate::model::{
+    Counted, Handoff, Hold, Model, Pool as PoolSpec, PoolKind, Station as StationSpec,
+};
 use crate::observer::{Observer, View};
 use crate::pool::Acquire;
 use crate::program::{flatten, Constants, Instr, NO_CONTENTION};
@@ -43,6 +45,8 @@ pub struct Sim {
     tier_first_server: Vec<usize>,
     thread_mask: Vec<u64>,
     conn_mask: Vec<u64>,
+    /// Per tier, the pools whose tokens sessions hold (`Hold::Session`).
+    session_mask: Vec<u64>,
     clusters: Vec<Cluster>,
     links: Vec<Ps>,
     reqs: Vec<Req>,
@@ -73,6 +77,13 @@ impl Sim {
             for (tier, p) in ty.programs.iter().enumerate() {
                 entry.push(p.as_ref().map(|steps| {
                     let start = code.len() as u32;
+                    if tier == m.workload.entry_tier {
+                        let held = m.tiers[tier]
+                            .pools
+                            .iter()
+                            .position(|p| p.hold == Hold::Session);
+                        code.extend(held.map(|p| Instr::Connect(p as u16)));
+                    }
                     if delayed(tier) {
                         code.push(Instr::AddedDelay);
                     }
@@ -90,20 +101,21 @@ impl Sim {
                 servers.push(Server::new(ti, t));
             }
         }
-        let mask = |kind: PoolKind| -> Vec<u64> {
+        let mask = |of: fn(&PoolSpec) -> bool| -> Vec<u64> {
             m.tiers
                 .iter()
                 .map(|t| {
                     t.pools
                         .iter()
                         .enumerate()
-                        .filter(|(_, p)| p.kind == kind)
+                        .filter(|(_, p)| of(p))
                         .fold(0, |acc, (i, _)| acc | 1 << i)
                 })
                 .collect()
         };
-        let thread_mask = mask(PoolKind::Threads);
-        let conn_mask = mask(PoolKind::Connections);
+        let thread_mask = mask(|p| p.kind == PoolKind::Threads);
+        let conn_mask = mask(|p| p.kind == PoolKind::Connections);
+        let session_mask = mask(|p| p.hold == Hold::Session);
         let clusters: Vec<Cluster> = m
             .tiers
             .iter()
@@ -143,6 +155,7 @@ impl Sim {
             tier_first_server,
             thread_mask,
             conn_mask,
+            session_mask,
             clusters,
             links,
             reqs: Vec::new(),
@@ -505,6 +518,12 @@ impl Sim {
                         return;
                     }
                 }
+                Instr::Connect(p) => {
+                    let session = r.session;
+                    if !self.sessions.connected(session) && !self.acquire(slot, server, p, false) {
+                        return;
+                    }
+                }
                 Instr::Release(p) => self.release(slot, p),
                 Instr::Delay(d) => {
                     let t = self.consts.dists[d as usize].sample(self.rng.get(Stream::Demand));
@@ -665,7 +684,11 @@ impl Sim {
                 }
                 return false;
             }
-            Instr::End | Instr::Acquire { .. } | Instr::Release(_) | Instr::Delay(_) => {
+            Instr::End
+            | Instr::Acquire { .. }
+            | Instr::Connect(_)
+            | Instr::Release(_)
+            | Instr::Delay(_) => {
                 unreachable!("run by advance")
             }
         }
@@ -1043,7 +1066,14 @@ impl Sim {
         }
         let sv = &mut self.servers[f.server as usize];
         sv.stats.leave(now, f.entered, self.obs.measuring);
-        let mut held = f.held;
+        // A session-held token stays with the session past the visit (`Instr::Connect`).
+        let kept = f.held & self.session_mask[f.tier as usize];
+        if kept != 0 {
+            let session = r.session as usize;
+            self.sessions.slots[session].connection =
+                Some((f.server, kept.trailing_zeros() as u16));
+        }
+        let mut held = f.held & !kept;
         while held != 0 {
             let p = held.trailing_zeros() as u16;
             held &= held - 1;

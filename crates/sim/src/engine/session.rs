@@ -169,6 +169,7 @@ impl Sim {
         let sess = &mut s.slots[slot as usize];
         sess.id = s.next_id;
         sess.wakes = None;
+        sess.connection = None;
         // A closed population's slot is its client's (a client's next session takes the
         // slot its last one freed), and the client's streams go on across its sessions.
         match w.population {
@@ -214,8 +215,12 @@ impl Sim {
         }
     }
 
-    /// Count a finished session and free its slot.
+    /// Count a finished session and free its slot; its connection, if it holds one,
+    /// closes, and a session waiting for one takes it.
     fn count_ended(&mut self, slot: u32) {
+        if let Some((server, p)) = self.sessions.slots[slot as usize].connection.take() {
+            self.give_back(server as usize, p, false);
+        }
         let s = &mut self.sessions;
         if s.measuring {
             s.completed += 1;

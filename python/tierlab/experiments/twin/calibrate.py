@@ -22,7 +22,7 @@ import yaml
 
 from ...analysis.machine import machine
 from ...errors import InputError
-from ...live import cpu_budget
+from ...live import connections, cpu_budget
 from ...model import LoadedModel, dist, load_model
 from ...model.pools import PoolSetting
 from ...model.spec import Open
@@ -38,6 +38,7 @@ from .per_request import GROWTH_MIN, T_MIN, line
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
+CLIENTS = "clients"  # the twin's pool of the clients' connections, where the model has none held by sessions
 BUSY = 2.0  # requests in service for a window to show whether the process can use a second core
 BUSY_WINDOWS = 10  # such windows needed to read the process's CPU ceiling from them
 MATCH_ROUNDS = 3  # of simulating the twin at the traces' loads to size its hand-off CPU
@@ -151,6 +152,7 @@ def calibrate(
     lock: bool = False,
     idle_handoff: bool = False,
     request_growth: bool = False,
+    connection_limit: int | None = None,
 ) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
@@ -170,13 +172,21 @@ def calibrate(
     loads further from what they did than the twin with idle tokens, by IDLE_MARGIN;
     with `request_growth`, the app's CPU demands grow with the threads held as the
     requests one by one show it (`per_request.line`), where they show it; instead of
-    `contention`."""
+    `contention`.
+
+    The live server's limit on its clients' connections (recorded in the traces by the
+    testbed, or `connection_limit` where they lack it) becomes the twin's pool held by
+    sessions: each session keeps its connection through its thinks, so the limit bounds
+    the sessions open at once."""
     if contention and request_growth:
         raise InputError("give --contention (the growth through the traces' totals) or --request-growth (through the requests one by one), not both")
-    base = model
-    cores_of = cpu_cores(base)
+    cores_of = cpu_cores(model)
     read = [(str(t), read_trace(t)) for t in traces]
     m = measured(read, cores_of)
+    # The server's limit on its clients' connections bounds the sessions open at once:
+    # the twin's runs at the traces' loads (the matching below) hold it too.
+    clients = _clients(read, m.tier, connection_limit)
+    base = model if clients is None else _with_clients(model, m.tier, clients)
     setting = PoolSetting.find(base, m.tier)
     budgets = cpu_budget.recorded(t for _, t in read)  # tiers held to a CPU budget live: that is their size
     cores = effective_cores(m, budgets.get(m.tier))
@@ -193,6 +203,12 @@ def calibrate(
 
     def finished(cal: Calibration) -> Calibration:
         cal = _with_once(cal, once, m.tier)
+        if clients is not None:
+            cal.notes.append(
+                f"{m.tier}: at most {clients} clients' connections at once (the live server's limit, "
+                f"{'recorded in the traces' if connection_limit is None else 'as given'}), each held by a session from its first request "
+                "to its end: a pool held by sessions; a session past it waits to connect"
+            )
         return _locked(cal, base, read, m, setting, cores, form) if lock else cal
 
     if not handed and not contention:
@@ -495,6 +511,26 @@ def _twin(
     demands = pd.DataFrame.from_dict(rows, orient="index").rename_axis("type")
     probe = machine([t for _, t in read])["cpu_probe_ms"]
     return Calibration(twin, base.base_dir, demands, cores, law, regression(m), probe, notes, m.handoff, handed, idle, growth, outside=outside)
+
+
+def _clients(read: list[tuple[str, Trace]], tier: str, given: int | None) -> int | None:
+    """The clients' connections the live server held at most: as the traces recorded
+    them (`connections.recorded`), or as `given` where they did not; None if neither."""
+    recorded = connections.recorded((t for _, t in read), tier)
+    if given is not None and recorded is not None and given != recorded:
+        raise InputError(f"--connection-limit {given}, but the traces recorded {recorded} clients' connections; drop the option or give {recorded}")
+    return recorded if recorded is not None else given
+
+
+def _with_clients(model: LoadedModel, tier: str, held: int) -> LoadedModel:
+    """`model` whose `tier` holds at most `held` clients' connections, one per session
+    from its first request to its end: its own pool held by sessions, resized, or
+    CLIENTS (investigations/twin/results/connection_limit)."""
+    pools = {p: v.model_dump(exclude_unset=True) for p, v in model.spec.tiers[tier].pools.items()}
+    own = [p for p, v in model.spec.tiers[tier].pools.items() if v.hold == "session"]
+    pool = own[0] if own else CLIENTS
+    pools[pool] = pools.get(pool, {}) | {"kind": "other", "size": held, "hold": "session"}
+    return model.with_changes({f"tiers.{tier}.pools": pools})
 
 
 def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: float) -> dict[str, float]:
