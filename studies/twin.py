@@ -16,7 +16,10 @@ for a thread and a connection (as studies/live_sizing.py):
    configurations that bracket both optima (the grid's lines through each, along M and
    N) and at CALIBRATED, each searched `repeats` (3) times, interleaved across the
    configurations, each search bisected to 1% of λ_max and brought to the
-   calibration's machine-speed probe; the mean with its 95% interval
+   calibration's machine-speed probe — unless it lies within the λ_max target of where
+   the server's clients' connections fill (the calibration runs' sockets ÷ their session
+   rate, Little's law): such a λ_max is the connections', which the machine's speed does
+   not move, and is taken as measured; the mean with its 95% interval
    (tierlab.experiments.twin.truth; capacity_repeats.csv, capacities.csv).
 5. `twin verify`: at each measured configuration, loads of 40% and 80% of its measured
    capacity, live and on the twin; at CALIBRATED also a mix it was not calibrated on
@@ -54,6 +57,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import statistics
 from pathlib import Path
 
 import numpy as np
@@ -70,7 +74,7 @@ from tierlab.experiments.twin.measured import cpu_cores, measured
 from tierlab.experiments.twin.setup import CALIBRATED, TARGETS, Targets, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.verify import repeated, verify
 from tierlab.experiments.twin.verify import write as write_verify
-from tierlab.live import cpu_budget
+from tierlab.live import connections, cpu_budget
 from tierlab.live.lifecycle import Server
 from tierlab.live.testbed import Testbed
 
@@ -192,11 +196,19 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     kept = _kept_repeats(out, configs, s["repeats"]) if resume else None
     if kept is None:
         start = {c: _profiled_capacity(capacity, *c) for c in configs}
-        repeats, found = truth.capacity(model, configs, runner, start, step, s["runs"], s["repeats"], reference=cal.probe_ms, log=log)
+        repeats, _ = truth.capacity(model, configs, runner, start, step, s["runs"], s["repeats"], reference=cal.probe_ms, log=log)
         ran.append(_capacities_label(configs))
     else:
-        repeats, found = truth.summarized(kept, configs, cal.probe_ms)
+        repeats = kept
         reused.append(_capacities_label(configs))
+    # A λ_max within the target of where the clients' connections fill is theirs, not
+    # the CPU's: the machine's speed does not move it, so it is not probe-scaled.
+    fill = _connections_fill(traces, bed.state.client_connections)
+    raw = repeats.groupby("config")["raw_lambda_max"].mean()
+    set_by_connections = [c for c in configs if fill is not None and raw[c] >= (1 - targets.capacity) * fill]
+    if set_by_connections:
+        log(f"the clients' connections fill at {fill:.1f} sessions/s: λ_max of {', '.join(map(str, set_by_connections))} taken as measured, not probe-scaled")
+    repeats, found = truth.summarized(repeats[["repeat", "config", "probe_ms", "raw_lambda_max"]], configs, cal.probe_ms, not_cpu_bound=set_by_connections)
     repeats.assign(M=[c[0] for c in repeats["config"]], N=[c[1] for c in repeats["config"]]).drop(columns="config").to_csv(
         out / "capacity_repeats.csv", index=False
     )
@@ -248,6 +260,9 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "twin_optimum": {"M": twin_opt[0], "N": twin_opt[1], "lambda": float(twin_best["lambda_max"])},
         "measured_best": {"M": int(best.M), "N": int(best.N), "lambda_max": float(best.lambda_max)},
         "capacities": table.to_dict(orient="records"),
+        # Where the server's clients' connections fill (calibration runs, Little's law),
+        # and the configurations whose λ_max is theirs (not probe-scaled).
+        "connections_fill": {"sessions_per_s": fill, "set_by_them": [list(c) for c in set_by_connections]},
         "sizing_error": {"paper": float(by.loc[paper_opt, "paper_error"]), "twin": float(by.loc[twin_opt, "twin_error"])},
         "unseen_throughput_error_max": float(unseen["throughput.error"].abs().max()),
         "unseen_mean_rt_error_max": float(unseen["rt_mean.error"].abs().max()),
@@ -265,6 +280,15 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "reused": reused,
         "ran_live": ran,
     }
+
+
+def _connections_fill(traces: list[Path], clients: int | None) -> float | None:
+    """Sessions/s at which the server's `clients` connections fill: `clients` ÷ the
+    seconds a session held one in the calibration runs (`connections.held_per_session`,
+    their mean; investigations/twin/results/connection_limit found 900 ÷ 5.66 s within
+    0.3% of the JVM's λ_max); None where either is unknown."""
+    held = [h for t in traces if (h := connections.held_per_session(read_trace(t), "app")) is not None]
+    return clients / statistics.fmean(held) if clients and held else None
 
 
 def _kept_repeats(out: Path, configs: list[tuple[int, int]], repeats: int) -> pd.DataFrame | None:

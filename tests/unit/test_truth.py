@@ -64,6 +64,18 @@ def test_measure_takes_each_repeats_probe_and_reports_raw_and_scaled():
     assert at.loc["B", "raw_mean"] == 5.0 and (found["halfwidth"] == 0).all()
 
 
+def test_a_capacity_not_set_by_the_cpu_is_taken_as_measured():
+    """A λ_max the clients' connections set does not follow the machine's speed: a
+    probe read slow beside it leaves it as measured, while a CPU-bound one is scaled."""
+    rows = pd.DataFrame(
+        {"repeat": [1, 1, 2, 2, 3, 3], "config": ["A", "B"] * 3, "probe_ms": [3.0, 3.0, 2.0, 2.0, 2.0, 2.0], "raw_lambda_max": [150.0, 150.0] * 3}
+    )
+    _, found = truth.summarized(rows, ["A", "B"], reference=2.0, not_cpu_bound=["B"])
+    at = found.set_index("config")
+    assert at.loc["B", "mean"] == 150.0 and at.loc["B", "halfwidth"] == 0
+    assert at.loc["A", "mean"] == pytest.approx(175.0) and at.loc["A", "halfwidth"] > 0  # (225 + 150 + 150) / 3
+
+
 def test_repeated_capacity_searches_bisect_each_to_one_percent():
     model = md1_queue().with_changes({"run.duration": 500.0})
     table, found = truth.capacity(model, [(1, 1)], tierlab.simulate, start=60.0, step=10.0, runs=1, repeats=3)

@@ -13,13 +13,14 @@ a CPU-bound system's would be: a rate (λ_max) × step probe ÷ reference, a tim
 response time) × reference ÷ step probe; a throughput below capacity is the offered
 load's and is not scaled. A first-order correction — exact for a saturated CPU, not
 for queueing in between — kept beside the raw figures (`raw_*`), so the two can be
-compared."""
+compared; a λ_max another resource sets (the clients' connections) is not scaled
+(`summarized(not_cpu_bound=)`)."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -136,17 +137,28 @@ def measure(
     return summarized(pd.DataFrame(rows), configs, reference)
 
 
-def summarized(table: pd.DataFrame, configs: Sequence[K], reference: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarized(
+    table: pd.DataFrame, configs: Sequence[K], reference: float | None = None, not_cpu_bound: Collection[K] = ()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """`measure`'s two tables from its repeats' rows (repeat, config, probe_ms, raw_*):
     each figure brought to the `reference` probe (default the median of the repeats'),
     then per configuration its mean and interval. Apart from `measure` so that a study
-    resuming from repeats it kept (a CSV) scores them as if just run."""
+    resuming from repeats it kept (a CSV) scores them as if just run.
+
+    `not_cpu_bound`: configurations whose λ_max a resource other than the CPU sets (the
+    server's clients' connections, held through the sessions' thinks): the machine's
+    speed does not move it, so it is taken as measured. (Scaled, a probe read slow
+    while the capacity stood still made such a truth look 20–40% wide: the JVM's in
+    studies/results/twin_java_budget_quick, 2026-11-28.)"""
     table = table.copy()
     probes = table["probe_ms"].dropna()
     ref = reference if reference is not None else (float(probes.median()) if len(probes) else None)
     names = [c.removeprefix("raw_") for c in table.columns if c.startswith("raw_")]
     for f in names:
-        table[f] = [at_speed(f, v, p if pd.notna(p) else None, ref) for v, p in zip(table[f"raw_{f}"], table["probe_ms"])]
+        table[f] = [
+            v if f == "lambda_max" and c in not_cpu_bound else at_speed(f, v, p if pd.notna(p) else None, ref)
+            for v, p, c in zip(table[f"raw_{f}"], table["probe_ms"], table["config"])
+        ]
     truth = []
     for config in configs:
         mine = table[[c == config for c in table["config"]]]
