@@ -17,8 +17,8 @@ for a thread and a connection (as studies/live_sizing.py):
    N) and at CALIBRATED, each searched `repeats` (3) times, interleaved across the
    configurations, each search bisected to 1% of λ_max and brought to the
    calibration's machine-speed probe — unless it lies within the λ_max target of where
-   the server's clients' connections fill (the calibration runs' sockets ÷ their session
-   rate, Little's law): such a λ_max is the connections', which the machine's speed does
+   the server's clients' connections fill (the twin's pool of them, its hold read by
+   Little's law over a long run at the calibration's lighter load): such a λ_max is the connections', which the machine's speed does
    not move, and is taken as measured; the mean with its 95% interval
    (tierlab.experiments.twin.truth; capacity_repeats.csv, capacities.csv).
 5. `twin verify`: at each measured configuration, loads of 40% and 80% of its measured
@@ -57,13 +57,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import statistics
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from tierlab import load_model, read_trace
+from tierlab import LoadedModel, load_model, read_trace, simulate
 from tierlab.errors import InputError
 from tierlab.experiments.sizing import PoolSizing, ProfileGrid, profile_grid, sizing_by_simulation
 from tierlab.experiments.study.claims import Criterion, Ledger
@@ -74,7 +73,7 @@ from tierlab.experiments.twin.measured import cpu_cores, measured
 from tierlab.experiments.twin.setup import CALIBRATED, TARGETS, Targets, live_setup, own_testbed, sizes
 from tierlab.experiments.twin.verify import repeated, verify
 from tierlab.experiments.twin.verify import write as write_verify
-from tierlab.live import connections, cpu_budget
+from tierlab.live import cpu_budget
 from tierlab.live.lifecycle import Server
 from tierlab.live.testbed import Testbed
 
@@ -82,6 +81,7 @@ from tierlab.live.testbed import Testbed
 # found refusing requests, which is above the rate at which every request is served):
 # the higher one busy enough that the monitor sees the process's CPU ceiling.
 CALIBRATION_LOADS = (0.4, 0.7)
+FILL_RUN = 600.0  # simulated seconds over which the twin's sessions' connection hold is read
 # Where those two leave the process's CPU ceiling unseen (calibrate needs BUSY_WINDOWS
 # windows with BUSY+ requests in service), runs at these shares are added in turn until
 # it shows: with other work beside the testbed, the first refusals come at a load that
@@ -203,7 +203,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         reused.append(_capacities_label(configs))
     # A λ_max within the target of where the clients' connections fill is theirs, not
     # the CPU's: the machine's speed does not move it, so it is not probe-scaled.
-    fill = _connections_fill(traces, bed.state.client_connections)
+    fill = _connections_fill(twin, rates_at[0])
     raw = repeats.groupby("config")["raw_lambda_max"].mean()
     set_by_connections = [c for c in configs if fill is not None and raw[c] >= (1 - targets.capacity) * fill]
     if set_by_connections:
@@ -282,13 +282,20 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     }
 
 
-def _connections_fill(traces: list[Path], clients: int | None) -> float | None:
-    """Sessions/s at which the server's `clients` connections fill: `clients` ÷ the
-    seconds a session held one in the calibration runs (`connections.held_per_session`,
-    their mean; investigations/twin/results/connection_limit found 900 ÷ 5.66 s within
-    0.3% of the JVM's λ_max); None where either is unknown."""
-    held = [h for t in traces if (h := connections.held_per_session(read_trace(t), "app")) is not None]
-    return clients / statistics.fmean(held) if clients and held else None
+def _connections_fill(twin: LoadedModel, rate: float) -> float | None:
+    """Sessions/s at which the twin's clients' connections (its pool held by sessions,
+    the live server's limit) fill: the pool's size ÷ the seconds a session holds one,
+    by Little's law over a long run at `rate` (the calibration's lighter load, where the
+    hold is the sessions' thinks and requests). None without such a pool. Not from the
+    live calibration runs: 15–26 s from an empty server, they end long before the
+    sessions open reach their steady number (the quick JVM study's read 5.30 s a
+    session; the steady state is ~7 s, 14.8 requests 0.5 s apart)."""
+    held = [p for p, v in twin.spec.tiers["app"].pools.items() if v.hold == "session"]
+    if not held:
+        return None
+    run = simulate(twin.with_changes({"workload.population.session_rate": rate, "run.duration": FILL_RUN, "run.warmup": FILL_RUN / 5}))
+    busy = run.summary["tiers"]["app"]["servers"][0]["pools"][held[0]]["mean_busy"]
+    return twin.spec.tiers["app"].pools[held[0]].size * rate / busy
 
 
 def _kept_repeats(out: Path, configs: list[tuple[int, int]], repeats: int) -> pd.DataFrame | None:

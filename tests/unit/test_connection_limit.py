@@ -105,16 +105,3 @@ def test_traces_under_different_limits_are_refused(tmp_path):
     folders = [_recorded(tierlab.simulate(model), n).write(tmp_path / f"at{n}") for n in (12, 20)]
     with pytest.raises(InputError, match="different connection limits"):
         calibrate(folders, model)
-
-
-def test_a_sessions_hold_is_the_sockets_over_the_session_rate(tmp_path):
-    """Little's law on the monitor's sockets: 600 open over the second half of the
-    measured period at 100 sessions/s started is 6 s a session; none without sockets."""
-    trace = tierlab.simulate(tierlab.load_model(KNOWN).with_changes({"run.duration": 25, "run.warmup": 5}))
-    assert connections.held_per_session(trace, "app") is None
-    seconds = trace.summary["measured_seconds"]
-    trace.summary["sessions"]["started"] = int(100 * seconds)
-    t = [x / 10 for x in range(0, 250)]
-    sockets = pd.DataFrame({"t": t, "tier": "app", "server": 0, "resource": "", "metric": "sockets", "value": [100.0 if x < 15 else 600.0 for x in t]})
-    trace.timeseries = pd.concat([trace.timeseries, sockets], ignore_index=True)
-    assert connections.held_per_session(trace, "app") == pytest.approx(6.0)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
 import pandas as pd
 
 from ..errors import InputError
@@ -36,19 +35,3 @@ def recorded(traces: Iterable[Trace], tier: str) -> int | None:
     if len(seen) > 1:
         raise InputError(f"the traces ran under different connection limits ({', '.join(map(str, seen))}); calibrate from runs under one")
     return seen.pop() if seen else None
-
-
-def held_per_session(trace: Trace, tier: str) -> float | None:
-    """Seconds a session of a live run kept its connection to `tier`'s server, by
-    Little's law: the open TCP sockets the monitor counted (`sockets`) over the second
-    half of the measured period, when the sessions open have reached their steady
-    state, ÷ the sessions started per second. None without the monitor's sockets or
-    sessions (a simulation's trace, an imported one)."""
-    s = trace.summary
-    started, seconds = s["sessions"]["started"], s["measured_seconds"]
-    ts = trace.timeseries
-    sockets = ts[(ts.tier == tier) & (ts.resource == "") & (ts.metric == "sockets")]
-    late = sockets[(sockets.t >= s["warmup"] + seconds / 2) & (sockets.t < s["warmup"] + seconds)]
-    if not len(late) or not started or not seconds:
-        return None
-    return float(np.mean(late.value)) / (started / seconds)
