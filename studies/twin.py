@@ -82,6 +82,12 @@ from tierlab.live.testbed import Testbed
 # the higher one busy enough that the monitor sees the process's CPU ceiling.
 CALIBRATION_LOADS = (0.4, 0.7)
 FILL_RUN = 600.0  # simulated seconds over which the twin's sessions' connection hold is read
+# ... at this share of the calibration's lighter load (10% of capacity): a session's
+# requests hardly queue there, so its hold is its thinks and requests alone — the most
+# sessions the connections carry. (At the calibration's load itself a twin whose CPU
+# saturates early held its sessions 14 s, not 7, and read the fill at 63 sessions/s:
+# twin_java_quick's, 2026-11-28.)
+FILL_SHARE = 0.25
 # Where those two leave the process's CPU ceiling unseen (calibrate needs BUSY_WINDOWS
 # windows with BUSY+ requests in service), runs at these shares are added in turn until
 # it shows: with other work beside the testbed, the first refusals come at a load that
@@ -203,7 +209,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         reused.append(_capacities_label(configs))
     # A λ_max within the target of where the clients' connections fill is theirs, not
     # the CPU's: the machine's speed does not move it, so it is not probe-scaled.
-    fill = _connections_fill(twin, rates_at[0])
+    fill = _connections_fill(twin, FILL_SHARE * rates_at[0])
     raw = repeats.groupby("config")["raw_lambda_max"].mean()
     set_by_connections = [c for c in configs if fill is not None and raw[c] >= (1 - targets.capacity) * fill]
     if set_by_connections:
@@ -285,8 +291,8 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
 def _connections_fill(twin: LoadedModel, rate: float) -> float | None:
     """Sessions/s at which the twin's clients' connections (its pool held by sessions,
     the live server's limit) fill: the pool's size ÷ the seconds a session holds one,
-    by Little's law over a long run at `rate` (the calibration's lighter load, where the
-    hold is the sessions' thinks and requests). None without such a pool. Not from the
+    by Little's law over a long run at `rate` (light: FILL_SHARE). None without such a
+    pool. Not from the
     live calibration runs: 15–26 s from an empty server, they end long before the
     sessions open reach their steady number (the quick JVM study's read 5.30 s a
     session; the steady state is ~7 s, 14.8 requests 0.5 s apart)."""
