@@ -17,9 +17,10 @@ for a thread and a connection (as studies/live_sizing.py):
    N) and at CALIBRATED, each searched `repeats` (3) times, interleaved across the
    configurations, each search bisected to 1% of λ_max and brought to the
    calibration's machine-speed probe — unless it lies within the λ_max target of where
-   the server's clients' connections fill (the twin's pool of them, its hold read by
-   Little's law over a long run at the calibration's lighter load): such a λ_max is the connections', which the machine's speed does
-   not move, and is taken as measured; the mean with its 95% interval
+   the server's clients' connections fill, or above (the twin's pool of them, its hold
+   read by Little's law over a long run at 10% of capacity): such a λ_max is the
+   connections', which the machine's speed does not move, and is taken as measured; the
+   mean with its 95% interval
    (tierlab.experiments.twin.truth; capacity_repeats.csv, capacities.csv).
 5. `twin verify`: at each measured configuration, loads of 40% and 80% of its measured
    capacity, live and on the twin; at CALIBRATED also a mix it was not calibrated on
