@@ -14,7 +14,7 @@ import psutil
 import pytest
 
 from tierlab import PHASES
-from tierlab.live import lifecycle
+from tierlab.live import connections, lifecycle
 
 from conftest import HTTP, ROOT, chain_mix, live_model, mix_distance, running_testbed
 
@@ -69,6 +69,9 @@ def test_phases_add_up_and_the_mix_follows_the_chain(bed):
     assert (probe > 0).all() and (trace.series("machine", "load_1m")[0] >= 0).all()
     idle = trace.series("machine", "cpu_idle")[0]
     assert idle.index.equals(probe.index) and ((idle >= 0) & (idle <= psutil.cpu_count() + 0.1)).all()
+    # The clients' connections the server holds at once, for the twin: waitress's default
+    # 900 less the two descriptors it counts of its own.
+    assert connections.recorded([trace], "app") == bed.state.client_connections == lifecycle.CONNECTION_LIMIT - lifecycle.WAITRESS_OWN
 
 
 def test_the_handlers_cpu_time_and_statements_are_measured(bed):
