@@ -77,6 +77,7 @@ from tierlab.experiments.twin.verify import write as write_verify
 from tierlab.live import cpu_budget
 from tierlab.live.lifecycle import Server
 from tierlab.live.testbed import Testbed
+from tierlab.model.pools import held_by_sessions
 
 # Shares of CALIBRATED's capacity as its profile brackets it (the lowest rate its climb
 # found refusing requests, which is above the rate at which every request is served):
@@ -267,8 +268,8 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
         "twin_optimum": {"M": twin_opt[0], "N": twin_opt[1], "lambda": float(twin_best["lambda_max"])},
         "measured_best": {"M": int(best.M), "N": int(best.N), "lambda_max": float(best.lambda_max)},
         "capacities": table.to_dict(orient="records"),
-        # Where the server's clients' connections fill (calibration runs, Little's law),
-        # and the configurations whose λ_max is theirs (not probe-scaled).
+        # Where the server's clients' connections fill (`_connections_fill`), and the
+        # configurations whose λ_max is theirs (not probe-scaled).
         "connections_fill": {"sessions_per_s": fill, "set_by_them": [list(c) for c in set_by_connections]},
         "sizing_error": {"paper": float(by.loc[paper_opt, "paper_error"]), "twin": float(by.loc[twin_opt, "twin_error"])},
         "unseen_throughput_error_max": float(unseen["throughput.error"].abs().max()),
@@ -293,16 +294,15 @@ def _connections_fill(twin: LoadedModel, rate: float) -> float | None:
     """Sessions/s at which the twin's clients' connections (its pool held by sessions,
     the live server's limit) fill: the pool's size ÷ the seconds a session holds one,
     by Little's law over a long run at `rate` (light: FILL_SHARE). None without such a
-    pool. Not from the
-    live calibration runs: 15–26 s from an empty server, they end long before the
-    sessions open reach their steady number (the quick JVM study's read 5.30 s a
-    session; the steady state is ~7 s, 14.8 requests 0.5 s apart)."""
-    held = [p for p, v in twin.spec.tiers["app"].pools.items() if v.hold == "session"]
-    if not held:
+    pool. Not from the live calibration runs: 15–26 s from an empty server, they end
+    long before the sessions open reach their steady number (the quick JVM study's read
+    5.30 s a session; the steady state is ~7 s, 14.8 requests 0.5 s apart)."""
+    held = held_by_sessions(twin.spec.tiers["app"])
+    if held is None:
         return None
     run = simulate(twin.with_changes({"workload.population.session_rate": rate, "run.duration": FILL_RUN, "run.warmup": FILL_RUN / 5}))
-    busy = run.summary["tiers"]["app"]["servers"][0]["pools"][held[0]]["mean_busy"]
-    return twin.spec.tiers["app"].pools[held[0]].size * rate / busy
+    busy = run.summary["tiers"]["app"]["servers"][0]["pools"][held]["mean_busy"]
+    return twin.spec.tiers["app"].pools[held].size * rate / busy
 
 
 def _kept_repeats(out: Path, configs: list[tuple[int, int]], repeats: int) -> pd.DataFrame | None:

@@ -1,5 +1,6 @@
 """Which pools of a model a sizing (or a live server) sets: the tier with one
-`threads` pool and one `connections` pool — Totok & Karamcheti's M and N."""
+`threads` pool and one `connections` pool — Totok & Karamcheti's M and N; and a tier's
+pool of its clients' connections (`hold: session`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from ..errors import InputError
 
 if TYPE_CHECKING:
     from . import LoadedModel
+    from .spec import Tier
+
+
+def held_by_sessions(tier: Tier) -> str | None:
+    """The tier's pool held by sessions (`hold: session`: its clients' connections), if any."""
+    return next((p for p, s in tier.pools.items() if s.hold == "session"), None)
 
 
 @dataclass

@@ -24,7 +24,7 @@ from ...analysis.machine import machine
 from ...errors import InputError
 from ...live import connections, cpu_budget
 from ...model import LoadedModel, dist, load_model
-from ...model.pools import PoolSetting
+from ...model.pools import PoolSetting, held_by_sessions
 from ...model.spec import Open
 from ...run import simulate
 from ...trace import Summary, Trace, read_trace
@@ -527,8 +527,7 @@ def _with_clients(model: LoadedModel, tier: str, held: int) -> LoadedModel:
     from its first request to its end: its own pool held by sessions, resized, or
     CLIENTS (investigations/twin/results/connection_limit)."""
     pools = {p: v.model_dump(exclude_unset=True) for p, v in model.spec.tiers[tier].pools.items()}
-    own = [p for p, v in model.spec.tiers[tier].pools.items() if v.hold == "session"]
-    pool = own[0] if own else CLIENTS
+    pool = held_by_sessions(model.spec.tiers[tier]) or CLIENTS
     pools[pool] = pools.get(pool, {}) | {"kind": "other", "size": held, "hold": "session"}
     return model.with_changes({f"tiers.{tier}.pools": pools})
 
