@@ -13,6 +13,7 @@ threads) and `twin` (docs/control.md).
     python studies/control.py --live --server java --cpu app=1 --rate R --twin TWIN.yaml
     python studies/control.py --live --repeats 3 --rate R --twin TWIN.yaml   # with intervals
     python studies/control.py --live --repeats 3 --rate measure --twin TWIN.yaml   # the rate set in the sitting
+    python studies/control.py --live --quick --server java --cpu app=1 --connection-limit 3000 --rate measure --twin TWIN.yaml
 
 The live half (`_live`) runs the scenarios but the slow database (a delay per statement
 is refused live) on a SQLite testbed through `tierlab control`'s loop, the timeline
@@ -175,9 +176,14 @@ def main() -> None:
         help=f"--live: the scenarios' session rates times this (default {LIVE_RATE:g}), or `measure`: set in the sitting from the capacities of RATE_CONFIGS",
     )
     ap.add_argument("--repeats", type=int, default=1, help=f"--live: runs per scenario and strategy, interleaved (1, or {MIN_REPEATS} and more for intervals)")
+    ap.add_argument(
+        "--connection-limit",
+        type=int,
+        help="--live: the clients' connections the bookstore holds at once (`live up --connection-limit`; default 900), e.g. 3000 on the JVM so that its pools, not its connections, bind",
+    )
     a = ap.parse_args()
-    if not a.live and (a.server != "python" or a.cpu or a.rate != LIVE_RATE or a.twin or a.repeats != 1):
-        ap.error("--server, --cpu, --rate, --repeats and --twin are options of the live half: add --live")
+    if not a.live and (a.server != "python" or a.cpu or a.rate != LIVE_RATE or a.twin or a.repeats != 1 or a.connection_limit is not None):
+        ap.error("--server, --cpu, --rate, --repeats, --connection-limit and --twin are options of the live half: add --live")
     if a.repeats != 1 and a.repeats < MIN_REPEATS:
         ap.error(f"--repeats {a.repeats}: 1, or {MIN_REPEATS} and more (an interval from fewer is not worth scoring against)")
     try:
@@ -231,9 +237,9 @@ def _measured_rate(bed: Any, base: LoadedModel, mapping: Any, peak: float, out: 
     result, trials = max_sustainable_rate(model, RATE_CONFIGS, RATE_START, step=RATE_STEP, runs=RATE_RUNS, runner=LiveRunner(bed, mapping), log=print)
     found = dict(zip(zip(result.M, result.N), result.lambda_max))
     static, better = found[RATE_CONFIGS[0]], found[RATE_CONFIGS[1]]
-    if better <= static or not result.bracketed.all():
-        raise SystemExit(f"--rate measure: λ_max {found} (bracketed: {list(result.bracketed)}); no size serves more than the static one, nothing to control")
-    rate = (static + better) / 2 / peak
+    usable = better > static and bool(result.bracketed.all())
+    rate = (static + better) / 2 / peak if usable else None
+    # Written before any refusal: a testbed whose pools do not bind is a finding too.
     (out / "capacity.json").write_text(
         json.dumps(
             {
@@ -245,6 +251,8 @@ def _measured_rate(bed: Any, base: LoadedModel, mapping: Any, peak: float, out: 
             indent=2,
         )
     )
+    if rate is None:
+        raise SystemExit(f"--rate measure: λ_max {found} (bracketed: {list(result.bracketed)}); no size serves more than the static one, nothing to control")
     print(f"rate measured: λ_max {found}; the load step's peak {peak:g} × {rate:.3f} = {peak * rate:.1f} sessions/s", flush=True)
     return rate
 
@@ -274,7 +282,9 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
     rows, decisions = [], []
     with (
         tempfile.TemporaryDirectory() as workdir,
-        Testbed.started(Path(workdir) / "live", db="sqlite", threads=20, connections=15, server=a.server, cpu=a.cpu) as bed,
+        Testbed.started(
+            Path(workdir) / "live", db="sqlite", threads=20, connections=15, server=a.server, cpu=a.cpu, connection_limit=a.connection_limit
+        ) as bed,
     ):
         # The JVM's compiles before the first scored run (`Testbed.warm_up`), at the load
         # step's base load (of the default scale, where the rate is still to be measured).
@@ -327,6 +337,7 @@ def _live(a: argparse.Namespace, base: LoadedModel, scenarios: dict[str, list[di
             "testbed": "sqlite",
             "server": a.server,
             "cpu": a.cpu,
+            "connection_limit": a.connection_limit,  # None: the server's default (900)
             "time_scale": LIVE_TIME,
             "rate_scale": a.rate,
             "rate_measured": measured,  # in the sitting (`--rate measure`: capacity.json), or given

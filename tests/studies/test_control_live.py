@@ -92,6 +92,9 @@ def test_a_measured_rate_puts_the_peak_midway_and_is_refused_where_no_size_serve
     found[(4, 4)] = 49.0
     with pytest.raises(SystemExit, match="nothing to control"):
         study["_measured_rate"](None, base, None, 3.0, tmp_path)
+    # The refusal keeps its evidence: the capacities measured, no rate.
+    refused = json.loads((tmp_path / "capacity.json").read_text())
+    assert refused["rate"] is None and [r["lambda_max"] for r in refused["result"]] == [50.0, 49.0]
     assert study["_rate_arg"]("measure") == "measure" and study["_rate_arg"]("18.5") == 18.5
     with pytest.raises(Exception, match="neither a number nor"):
         study["_rate_arg"]("fast")
