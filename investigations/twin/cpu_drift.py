@@ -15,6 +15,14 @@ run (the monitor's `cpu_probe_ms`, median: the CPU time of a fixed piece of Pyth
 work).
 
     python investigations/twin/cpu_drift.py      # SQLite, about 5 min
+    python investigations/twin/cpu_drift.py --server java   # the JVM held to one core, about 8 min (results/cpu_drift_java)
+
+On the JVM (added 2026-11-28 22:58 UTC, before its run): the full twin study on one pinned
+core (studies/results/twin_java_budget) calibrated at 0.58-0.65 ms of CPU per request
+right after its profile's 33 runs, most of them beyond capacity, and its verification
+spent 0.435-0.50 ms at the same loads 30-40 min later, the probe unchanged. The same
+three blocks there, with the full study's runs (6 + 20 s), one core pinned and warmed
+up, at JVM_LIGHT (40% of its ~155 sessions/s) and JVM_OVERLOAD (1.4×), the same criteria.
 
 The criteria, written before the run: the CPU per request is a property of the
 configuration and load (what a twin may calibrate once) only if every run's figure is
@@ -36,23 +44,28 @@ from tierlab.experiments.twin.measured import cpu_cores, measured
 from tierlab.experiments.twin.setup import CALIBRATED, live_setup, own_testbed, sizes
 
 LIGHT, OVERLOAD = 12.0, 60.0  # sessions/s: below and far beyond (8, 4)'s capacity in twin_quick (31.6)
+JVM_LIGHT, JVM_OVERLOAD = 62.0, 220.0  # the same on the JVM held to one core (twin_java_budget: 156)
 RUNS, REST = 3, 60.0  # runs per block; seconds of rest before the last block
 BOUND = 0.10
 
 
 def main() -> None:
-    a = study_parser(__doc__, quick=False).parse_args()
-    out = output_dir("cpu_drift", a)
-    s = sizes(True)
+    ap = study_parser(__doc__, quick=False)
+    ap.add_argument("--server", choices=["python", "java"], default="python", help="the bookstore's runtime; java: one core pinned, results/cpu_drift_java")
+    a = ap.parse_args()
+    java = a.server == "java"
+    out = output_dir("cpu_drift_java" if java else "cpu_drift", a)
+    s = sizes(not java)
+    light, overload = (JVM_LIGHT, JVM_OVERLOAD) if java else (LIGHT, OVERLOAD)
     rows = []
-    with own_testbed("cpu-drift", "sqlite") as bed:
+    with own_testbed(f"cpu-drift-{a.server}", "sqlite", cpu={"app": 1.0} if java else None, server=a.server) as bed:
         _, runner, model = live_setup(bed, s, out)
         at = model.with_changes({"tiers.app.pools.threads.size": CALIBRATED[0], "tiers.app.pools.db.size": CALIBRATED[1]})
         tiers = cpu_cores(at)
 
         def block(name: str) -> None:
             for k in range(1, RUNS + 1):
-                trace = runner(at.with_changes({"workload.population.session_rate": LIGHT, "run.seed": k}))
+                trace = runner(at.with_changes({"workload.population.session_rate": light, "run.seed": k}))
                 # The service demand law, as `twin calibrate` reads a run (twin_quick's 2.72 ms).
                 law = demand_law(measured([(f"{name} {k}", trace)], tiers))
                 ms = {"cpu_ms": law["demand_law"], "handler_ms": law["direct"], "outside_ms": law["outside_handlers"]}
@@ -63,7 +76,7 @@ def main() -> None:
                 print(rows[-1], flush=True)
 
         block("fresh")
-        runner(at.with_changes({"workload.population.session_rate": OVERLOAD}))
+        runner(at.with_changes({"workload.population.session_rate": overload}))
         block("after overload")
         time.sleep(REST)
         block("after rest")
@@ -76,7 +89,8 @@ def main() -> None:
     corrected = float((table["handler_per_probe"] / fresh_ratio - 1).abs().max())
     summary = {
         "config": list(CALIBRATED),
-        "rates": {"light": LIGHT, "overload": OVERLOAD},
+        "server": a.server,
+        "rates": {"light": light, "overload": overload},
         "rest": REST,
         "blocks": table.groupby("block", sort=False)[["cpu_ms", "handler_ms", "outside_ms", "probe_ms", "throughput"]].mean().to_dict(orient="index"),
         "largest_deviation_from_fresh": deviation,
@@ -85,7 +99,7 @@ def main() -> None:
     }
     ledger = Ledger()
     ledger.check(
-        f"the process's CPU per request at {CALIBRATED} and {LIGHT:g} sessions/s is the same whatever ran before: every run within {BOUND:.0%} of the fresh block's mean",
+        f"the process's CPU per request at {CALIBRATED} and {light:g} sessions/s is the same whatever ran before: every run within {BOUND:.0%} of the fresh block's mean",
         BOUND,
         deviation,
         Criterion(f"at most {BOUND:.0%}", lambda ours, bound: ours <= bound),
