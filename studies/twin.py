@@ -372,7 +372,9 @@ def _claims(results: dict, targets: Targets) -> Ledger:
                 0.0,
                 {"largest_error": r[largest], "beyond_allowance": r["unseen_beyond_allowance"][figure]},
                 within,
-                "see notes.md: live, the CPU per request grows with load more than the twin's; the interpreter lock",
+                # The mechanism differs by server and testbed (the interpreter lock, the CPU's
+                # growth with load, the clients' connections, the CPU's drift): each folder's notes.
+                "see notes.md: the mechanism behind a miss, for this server and testbed",
             )
         ledger.check(
             f"{db}: pool sizing — the optimum's predicted maximum sustainable throughput within {targets.capacity:.0%} of the measured one, by at least one method",
