@@ -8,6 +8,7 @@ threads) and `twin` (docs/control.md).
 
     python studies/control.py --quick    # one seed: ~3 min on 2 cores
     python studies/control.py            # seeds 1, 2, 3
+    python studies/control.py --quick --mix-rate 3.2 --out studies/results/control_quick_mix32   # the mix shift past the ordering mix's bound
     python studies/control.py --live --quick --twin TWIN.yaml   # the live half, the load step
     python studies/control.py --live --twin TWIN.yaml           # the load step and the mix shift
     python studies/control.py --live --server java --cpu app=1 --rate R --twin TWIN.yaml
@@ -181,7 +182,14 @@ def main() -> None:
         type=int,
         help="--live: the clients' connections the bookstore holds at once (`live up --connection-limit`; default 900), e.g. 3000 on the JVM so that its pools, not its connections, bind",
     )
+    ap.add_argument(
+        "--mix-rate",
+        type=float,
+        help=f"the simulated half: the mix shift's session rate (default {MIX_SHIFT_RATE:g}; the ordering mix's bound is 2.90), e.g. 3.2 past it",
+    )
     a = ap.parse_args()
+    if a.live and a.mix_rate is not None:
+        ap.error("--mix-rate is an option of the simulated half (the live half scales the rates by --rate)")
     if not a.live and (a.server != "python" or a.cpu or a.rate != LIVE_RATE or a.twin or a.repeats != 1 or a.connection_limit is not None):
         ap.error("--server, --cpu, --rate, --repeats, --connection-limit and --twin are options of the live half: add --live")
     if a.repeats != 1 and a.repeats < MIN_REPEATS:
@@ -192,7 +200,8 @@ def main() -> None:
         ap.error(str(e))
     base = load_model(MODEL).with_changes({"run.window": 1.0, "workload.think": {"exponential": THINK}})
     scenarios = yaml.safe_load(SCENARIOS.read_text())
-    scenarios["mix_shift"][0] = scenarios["mix_shift"][0] | {"session_rate": MIX_SHIFT_RATE}
+    mix_rate = MIX_SHIFT_RATE if a.mix_rate is None else a.mix_rate
+    scenarios["mix_shift"][0] = scenarios["mix_shift"][0] | {"session_rate": mix_rate}
     if a.live:
         _live(a, base, scenarios)
         return
@@ -211,7 +220,7 @@ def main() -> None:
     table = pd.DataFrame(rows)
     table.to_csv(out / "phases.csv", index=False)
     pd.DataFrame(decisions).to_csv(out / "decisions.csv", index=False)
-    result = _summary(base, table, best)
+    result = _summary(base, table, best, mix_rate)
     _claims(table, best).write(out)
     write_result(out, result, seeds)
 
@@ -489,7 +498,7 @@ def _settle(p: Phase, ends: np.ndarray, starts: np.ndarray, changes: list[Contro
     return float(p.end - p.start), False
 
 
-def _summary(base: LoadedModel, t: pd.DataFrame, best: pd.DataFrame) -> dict:
+def _summary(base: LoadedModel, t: pd.DataFrame, best: pd.DataFrame, mix_rate: float) -> dict:
     per = {}
     for strategy, g in t.groupby("strategy", sort=False):
         per[strategy] = {
@@ -504,7 +513,7 @@ def _summary(base: LoadedModel, t: pd.DataFrame, best: pd.DataFrame) -> dict:
         "model": MODEL.relative_to(ROOT).as_posix(),
         "scenarios": SCENARIOS.relative_to(ROOT).as_posix(),
         "think_s": THINK,
-        "mix_shift_session_rate": MIX_SHIFT_RATE,
+        "mix_shift_session_rate": mix_rate,
         "session_rate_bound": base.session_rate_bound(),
         "slo_p99_s": SLO,
         "interval_s": INTERVAL,
