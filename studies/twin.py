@@ -172,7 +172,7 @@ def _loop(bed: Testbed, db: str, s: dict, out: Path, bound: float, log, resume: 
     # contention only when asked (`--contention`): its growth with the threads held,
     # uncapped, rated the unseen configurations worse on both testbeds; capped where the
     # handlers' CPU levels off (investigations/twin/results/cpu_growth, cpu_growth_live), see
-    # results/twin/notes.md.
+    # results/twin/notes.md at 0e0577b (the full study as first run).
     # The server's clients' connections: recorded by every live run since the testbed
     # records them, given here for runs resumed from before (the limit the testbed ran then, its default).
     cal = calibrate(traces, model.with_changes(at), handoff=True, contention=contention, connection_limit=bed.state.client_connections, **twin_options)

@@ -2,7 +2,7 @@
 among? (issue 16)
 
 The twin's largest misses are near capacity, where the live CPU per request grows with
-the load and the twin's does not (studies/results/twin/notes.md, point 3). Across
+the load and the twin's does not (studies/results/twin/notes.md at 0e0577b, point 3). Across
 configurations, one growth per thread held did not carry over (`twin calibrate
 --contention`), and across runs the interpreter's CPU outside the pool and the
 statements did not track the threads busy (investigations/twin/results/contention). This study

@@ -538,7 +538,7 @@ def _outside_the_server(m: Measured, read: list[tuple[str, Trace]], outside: flo
     generator, the server's I/O thread), at the lightest trace's load (the least
     queueing), less the CPU the twin already gives that I/O thread (`outside`): the
     constant delay a request meets before the tier. Live, it was 2.3 ms at light load
-    and the handler-less CPU 0.8 ms of it (studies/results/twin/notes.md); simulated
+    and the handler-less CPU 0.8 ms of it (studies/results/twin/notes.md at 0e0577b); simulated
     and with no link in front, none."""
     lightest = min(range(len(read)), key=lambda k: read[k][1].summary["throughput"])
     r = m.requests[m.requests["trace"] == lightest]
