@@ -7,7 +7,7 @@ configurations, one growth per thread held did not carry over (`twin calibrate
 --contention`), and across runs the interpreter's CPU outside the pool and the
 statements did not track the threads busy (investigations/twin/results/contention). This study
 looks inside a run instead, request by request, in the live calibration traces the
-twin studies committed (SQLite and PostgreSQL at (M, N) = (8, 4), a light and a heavy
+twin studies committed (kept in inputs/cpu_growth; SQLite and PostgreSQL at (M, N) = (8, 4), a light and a heavy
 run each): a request's handler CPU (the middleware's thread CPU time, `app.cpu_time`),
 divided by the mean of its type over the requests that arrived to an empty system, and
 grouped by how many other requests were in the system (sent and not yet answered) when
@@ -28,11 +28,13 @@ count (8): those sent among 16 or more within 10% of those sent among 8–15."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from tierlab.experiments.study.claims import Criterion, Ledger
-from tierlab.experiments.study.provenance import output_dir, root, study_parser, write_result
+from tierlab.experiments.study.provenance import output_dir, study_parser, write_result
 from tierlab.experiments.twin.growth import MARGIN, binned, empty_base, relative, requests
 
 TRACES = {
@@ -40,6 +42,11 @@ TRACES = {
     "twin/sqlite": "seen before the criterion",
     "twin/postgres": "seen before the criterion",
 }
+# The twin studies' calibration runs as they were when this ran (studies/results/<source>
+# at 3f3cb12), copied under inputs/: the studies re-ran since at other sizes
+# (twin_quick at 3799436, now four calibration runs; twin on 2026-11-29), and the
+# criterion was written on these.
+TRACES_AT = Path(__file__).resolve().parent / "inputs" / "cpu_growth"
 BINS = [(0, 0), (1, 1), (2, 3), (4, 7), (8, 15), (16, None)]
 GROWTH, LEVEL = 1.25, 0.10
 
@@ -65,7 +72,7 @@ def main() -> None:
     out = output_dir("cpu_growth", a)
     tables, splits = [], []
     for source, role in TRACES.items():
-        folder = root() / "studies" / "results" / source / "calibration"
+        folder = TRACES_AT / source / "calibration"
         runs = {run.name: requests(run) for run in sorted(folder.iterdir())}
         tables.append(growth(runs).assign(traces=source, role=role))
         splits.append(held_and_computing(runs["run2"], empty_base(runs)).assign(traces=source))
