@@ -13,10 +13,12 @@ is twin (`tierlab.simulate` builds it: `TwinController.of_model`), and `tierlab 
 decisions through the same guards as the engine's own strategies (max_step, the revert
 of a change after which errors rise).
 
-Each decision simulates the twin a few dozen times (`TwinParams.horizon` seconds of the
-observed load each, one seed, started from the backlog observed), and a move twice more
-(three horizons each, another seed) to confirm it: the cost of a decision is measured
-by `benchmarks/control_twin_cost.py`."""
+Each decision simulates the twin a few dozen times (`TwinParams.horizon` seconds each,
+one seed, started from the backlog observed): at the sizes in force at the observed load
+and past it (their capacity); then each candidate at the observed load — or, in heavy
+traffic (the sizes in force at HEAVY of their capacity or more), past it, for its
+capacity — and a move twice more (three horizons each, another seed) to confirm it: the
+cost of a decision is measured by `benchmarks/control_twin_cost.py`."""
 
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from .. import _core
@@ -46,6 +48,13 @@ START = "_twin_start"  # the twin's chain at the observed mix: a start state tha
 CONFIRM = 3  # a move is confirmed by simulating the sizes in force and the choice this many horizons, with another seed
 WARM = 0.1  # seconds over which each simulation of the twin receives the observed backlog, before the observed rate
 GROUPS = ("tier", "behind")  # the demands re-calibrated: the tier's own CPU, and the CPU of the tiers behind its connections
+# Heavy traffic: the sizes in force at this share of their capacity or more. A queue
+# there relaxes over ~1/(1 − ρ)² service times — at 0.8 already longer than a horizon's
+# few hundred requests — so a short simulation from the observed backlog cannot tell the
+# candidates apart (their difference is the long-run queue) while their capacities can:
+# the twin then sizes for the most capacity (docs/control.md, "Heavy traffic").
+HEAVY = 0.8
+OVER = 1.5  # a capacity is simulated at this many times the observed rate: past the sizes in force's (at most 1.25 times it in heavy traffic) by a margin; a candidate with more serves at most this, more than the hysteresis above them
 
 
 @dataclass(frozen=True)
@@ -103,15 +112,31 @@ class _AtLoad:
 
 
 @dataclass(frozen=True)
+class Offer:
+    """What a simulation of the twin is offered: Poisson requests/s, after a burst of
+    `backlog` requests per server within its first WARM seconds (the tier's own);
+    `saturating`: past the capacity of the sizes simulated, to measure it."""
+
+    rate: float
+    backlog: float
+    saturating: bool = False
+
+
+@dataclass(frozen=True)
 class Prediction:
-    """The twin's figures for one configuration at the interval's load."""
+    """The twin's figures for one configuration at an offer: the interval's load, or past
+    its capacity (`saturated`: the throughput is then the capacity, the p99 the queue's
+    growth, not a figure to read)."""
 
     sizes: dict[str, int]
     throughput: float  # requests/s served ok
     p99: float  # seconds; inf when none finished
     times: Times
+    saturated: bool = False
 
     def text(self) -> str:
+        if self.saturated:
+            return f"{_sizes(self.sizes)} → capacity {self.throughput:.1f} req/s"
         p99 = f"{self.p99 * 1e3:,.0f} ms" if math.isfinite(self.p99) else "none finished"
         return f"{_sizes(self.sizes)} → {self.throughput:.1f} req/s, p99 {p99}"
 
@@ -177,30 +202,66 @@ class TwinController:
         if not known:
             return in_force, f"twin: none of the request types seen ({', '.join(o['mix'])}) is the twin's: sizes held"
         threads = o["pools"].get("threads")
-        backlog = threads["busy"] + threads["queued"] if threads else 0.0
-        at_load = self._at_load(o["arrivals"], known, {k: int(p["size"]) for k, p in o["pools"].items() if k in self._at.pools}, backlog)
-        calibration = self._recalibrate(times(o, self._overhead), self._predict(at_load, in_force).times)
-        candidates = [self._predict(at_load, sizes) for sizes in self._candidates(in_force)]
+        load = Offer(o["arrivals"], threads["busy"] + threads["queued"] if threads else 0.0)
+        at = self._at_mix(known, {k: int(p["size"]) for k, p in o["pools"].items() if k in self._at.pools})
+        calibration = self._recalibrate(times(o, self._overhead), self._predict(at, in_force, load).times)
+        head = f"twin at {load.rate:.1f} req/s ({calibration})"
+        over = Offer(OVER * load.rate, load.backlog, saturating=True)
+        capacity = self._predict(at, in_force, over)
+        share = load.rate / capacity.throughput if capacity.throughput > 0 else math.inf
+        if share >= HEAVY:
+            return self._heavy(at, capacity, over, f"{head}: heavy traffic, the sizes in force at {share:.0%} of their capacity")
+        candidates = [self._predict(at, sizes, load) for sizes in self._candidates(in_force)]
         now = next(p for p in candidates if p.sizes == in_force)
         choice = self._best(candidates)
-        head = f"twin at {o['arrivals']:.1f} req/s ({calibration})"
-        move, why = self._worth_it(now, choice, o["arrivals"])
+        move, why = self._worth_it(now, choice, load.rate)
         said = f"{head}: in force {now.text()}; best {choice.text()}; {why}"
         if move and self._within(now):
             # The best of a few dozen short simulations beats the sizes in force by luck
             # as often as by merit (each is a sample of the interval's load): the move
             # stands only if both, simulated afresh and longer, still show the gain.
-            now_again, choice_again = (self._predict(at_load, p.sizes, CONFIRM) for p in (now, choice))
-            move, why = self._worth_it(now_again, choice_again, o["arrivals"])
+            now_again, choice_again = (self._predict(at, p.sizes, load, CONFIRM) for p in (now, choice))
+            move, why = self._worth_it(now_again, choice_again, load.rate)
             said += f"; confirmed over {CONFIRM * self.params.horizon:g} s: in force {now_again.text()}, best {choice_again.text()}; {why}"
         return (choice.sizes if move else in_force), said
+
+    def _heavy(self, at: _AtLoad, now: Prediction, over: Offer, head: str) -> tuple[dict[str, int], str]:
+        """Heavy traffic (HEAVY): the candidates' capacities at the observed mix, each
+        simulated past it (`over`) and brought to the work per request of the run of
+        the sizes in force (`_at_work`); the most capacity (within TIE), then the fewest
+        threads and connections, moved to when it beats the sizes in force by more than
+        the hysteresis — confirmed, as a move at the load is, over longer simulations
+        with another seed."""
+        candidates = [now] + [_at_work(self._predict(at, sizes, over), now) for sizes in self._candidates(now.sizes) if sizes != now.sizes]
+        inside = [p for p in candidates if self._within(p)]
+        top = max(p.throughput for p in inside)
+        choice = min((p for p in inside if p.throughput >= top * (1 - TIE)), key=lambda p: (sum(p.sizes.values()), sorted(p.sizes.items())))
+        move, why = self._more_capacity(now, choice)
+        said = f"{head}: in force {now.text()}; most {choice.text()}; {why}"
+        if move and self._within(now):
+            now_again = self._predict(at, now.sizes, over, CONFIRM)
+            choice_again = _at_work(self._predict(at, choice.sizes, over, CONFIRM), now_again)
+            move, why = self._more_capacity(now_again, choice_again)
+            said += f"; confirmed over {CONFIRM * self.params.horizon:g} s: in force {now_again.text()}, most {choice_again.text()}; {why}"
+        return (choice.sizes if move else now.sizes), said
+
+    def _more_capacity(self, now: Prediction, choice: Prediction) -> tuple[bool, str]:
+        """Whether the choice's capacity beats the sizes in force's by more than the
+        hysteresis (or the sizes in force are outside the bounds), and why."""
+        h = self.params.hysteresis
+        if choice.sizes == now.sizes:
+            return False, "the sizes in force have the most: held"
+        if not self._within(now):
+            return True, "the sizes in force are outside the bounds: moved"
+        gain = choice.throughput / now.throughput - 1 if now.throughput > 0 else math.inf
+        return gain > h, f"capacity gain {gain:+.1%} {'>' if gain > h else '≤'} hysteresis {h:.0%}: {'moved' if gain > h else 'held'}"
 
     def _compiled(self) -> _AtLoad:
         """The twin's engine input for the intervals' loads, compiled once: one-request
         sessions arriving as Poisson (its own workload stands for another load),
         stationary, run for the horizon after a quarter of it as warm-up. Each interval
-        then sets in place the rate, the chain's start row (the mix), the pool sizes and,
-        for each candidate, the CPU speeds (`_at_load`, `_predict`): validating and
+        then sets in place the chain's start row (the mix), and each simulation the rate,
+        the pool sizes and the CPU speeds (`_at_mix`, `_predict`): validating and
         compiling the model each interval cost a quarter of a TPC-W decision."""
         spec, w = self.twin.spec, self.twin.spec.workload
         entry = w.entry or next(iter(spec.tiers))
@@ -225,14 +286,10 @@ class TwinController:
         pools = {k: next(p for p in tier["pools"] if p["name"] == n) for k, n in self._all_pools().items()}
         return _AtLoad(engine, cpus, pools, row, {t: states.index(t) for t in types}, engine["workload"]["phases"], spec.tiers[self.tier].servers)
 
-    def _at_load(self, rate: float, mix: dict[str, float], sizes: dict[str, int], backlog: float) -> _AtLoad:
-        """The compiled twin at the interval's load — the observed rate, the observed mix
-        (of the twin's types) — its pools at the sizes in force, and started warm: the
-        `backlog` (requests in the tier per server) arrives within its first WARM seconds."""
+    def _at_mix(self, mix: dict[str, float], sizes: dict[str, int]) -> _AtLoad:
+        """The compiled twin at the interval's observed mix (of the twin's types), its
+        pools at the sizes in force."""
         at = self._at
-        at.engine["workload"]["population"]["session_rate"] = rate
-        at.phases[0]["session_rate"] = rate + backlog * at.servers / WARM
-        at.phases[1]["session_rate"] = rate
         total = sum(mix.values())
         at.row[:] = [0.0] * len(at.row)
         for t, share in mix.items():
@@ -246,20 +303,33 @@ class TwinController:
         pools = self.twin.spec.tiers[self.tier].pools.items()
         return {k: n for k in ("threads", "connections") for n, p in pools if p.kind == k}
 
-    def _predict(self, at: _AtLoad, sizes: dict[str, int], horizons: int = 1) -> Prediction:
-        """The twin at the interval's load at `sizes`, its demands at the current scales
-        (a CPU station's speed divided by its group's scale), measured over `horizons`
-        horizons (more than one: a confirmation, with its own seed)."""
+    def _predict(self, at: _AtLoad, sizes: dict[str, int], offer: Offer, horizons: int = 1) -> Prediction:
+        """The twin at `sizes` offered `offer` (started warm: its backlog arrives first),
+        its demands at the current scales (a CPU station's speed divided by its group's
+        scale), measured over `horizons` horizons (more than one: a confirmation, with
+        its own seed) after a quarter of one. A saturating offer is measured from the
+        start instead, its burst enough to fill the threads at once: the run's figures
+        are of the requests that arrived in its measured period, and past the capacity
+        those served in a period after a warm-up are partly the warm-up's."""
         run, h = at.engine["run"], self.params.horizon
-        run["duration"], run["seed"] = (1 + 4 * horizons) * h / 4, SEED + horizons - 1
-        for station, group, speed in at.cpus:
-            station["speed"] = speed / self.scale[group]
         for kind, size in sizes.items():
             at.pools[kind]["size"] = size
+        burst = offer.backlog
+        if offer.saturating:
+            run["duration"], run["warmup"] = horizons * h, 0.0
+            burst += at.pools["threads"]["size"] if "threads" in at.pools else 0
+        else:
+            run["duration"], run["warmup"] = (1 + 4 * horizons) * h / 4, h / 4
+        run["seed"] = SEED + horizons - 1
+        at.engine["workload"]["population"]["session_rate"] = offer.rate
+        at.phases[0]["session_rate"] = offer.rate + burst * at.servers / WARM
+        at.phases[1]["session_rate"] = offer.rate
+        for station, group, speed in at.cpus:
+            station["speed"] = speed / self.scale[group]
         summary = json.loads(run_engine(_core.simulate, at.engine, None, self.twin.source)["summary"])
         o = observed(summary, self.tier, self._all_pools())
         p99 = o["response_time"]["p99"] if o["response_time"] else math.inf
-        return Prediction(dict(sizes), o["throughput"], p99, times(o, self._overhead))
+        return Prediction(dict(sizes), o["throughput"], p99, times(o, self._overhead), offer.saturating)
 
     def _recalibrate(self, seen: Times, twin: Times) -> str:
         """Move the demands' scales towards measured ÷ predicted (each interval by
@@ -345,6 +415,21 @@ class TwinController:
         if gain > h:
             return True, f"{what} gain {gain:+.1%} > hysteresis {h:.0%}: moved"
         return False, f"{what} gain {gain:+.1%} ≤ hysteresis {h:.0%}: held"
+
+
+def _at_work(p: Prediction, reference: Prediction) -> Prediction:
+    """A saturated prediction's capacity at the CPU work per request `reference`'s run drew
+    (the tier's, net of the overhead): a run's capacity moves with the work its requests
+    happened to bring — TPC-W's Search is 25 times an Item's — while the work served per
+    second does not; compared at the same work, two sizes' capacities differ by their
+    sizes alone (a control variate: at studies/control.py's load-step peak the ratio of
+    (12, 15)'s capacity to (20, 15)'s over 20 seeds has sd 8.4% as run, 1.4% at the same
+    work: investigations/control/results/capacity_noise). Unchanged where either run has
+    no CPU figure."""
+    w, ref = p.times.cpu, reference.times.cpu
+    if math.isfinite(w) and math.isfinite(ref) and w > 0 and ref > 0:
+        return replace(p, throughput=p.throughput * w / ref)
+    return p
 
 
 def observed(summary: Summary, tier: str, pools: dict[str, str]) -> dict:
