@@ -18,15 +18,15 @@ horizon and of three (the confirmation's length).
 
     python investigations/control/capacity_noise.py      # about 30 s
 
-Criteria, written before this script's first run (2026-11-29 02:00 UTC; an exploration
-the hour before, at another offer (2× the rate, not 1.5×) and not kept, gave a standard
+Criteria, written before this script's first run (2026-11-29 01:55 UTC; an exploration
+minutes before, at another offer (2× the rate, not 1.5×) and not kept, gave a standard
 deviation of the one-horizon ratio of 10.5% as run and 1.3% at the same work, which is
 why the twin uses it):
 - at the same work, the one-horizon ratio's standard deviation is at most a quarter of
   the ratio's as run;
-- at the same work, one horizon tells the two apart: the mean ratio's 95% interval lies
-  above 1 + the twin's hysteresis (5%) or below 1 − it, or contains neither bound's side
-  only if the mean is within 2% of 1 (they are then equal to the twin).
+- at the same work, one horizon tells the two apart for the twin: the mean ratio's 95%
+  interval lies above 1 + its hysteresis (5%) or below 1 − it — or, failing that, the
+  mean is within 2% of 1 (the two are then equal to the twin).
 Simulated: the figures regenerate exactly (`studies/check.py capacity_noise`)."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def main() -> None:
                 twin_module.SEED = seed - horizons + 1  # `_predict` runs seed SEED + horizons − 1: this seed
                 now = twin._predict(at, IN_FORCE, over, horizons)
                 raw = twin._predict(at, BEST, over, horizons)
-                same = _at_work(raw, now)
+                at_work = _at_work(raw, now)
                 rows.append(
                     {
                         "horizons": horizons,
@@ -72,7 +72,7 @@ def main() -> None:
                         "in_force": now.throughput,
                         "best": raw.throughput,
                         "as_run": raw.throughput / now.throughput,
-                        "same_work": same.throughput / now.throughput,
+                        "same_work": at_work.throughput / now.throughput,
                     }
                 )
     finally:
