@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
@@ -214,16 +214,8 @@ class TwinController:
         candidates = [self._predict(at, sizes, load) for sizes in self._candidates(in_force)]
         now = next(p for p in candidates if p.sizes == in_force)
         choice = self._best(candidates)
-        move, why = self._worth_it(now, choice, load.rate)
-        said = f"{head}: in force {now.text()}; best {choice.text()}; {why}"
-        if move and self._within(now):
-            # The best of a few dozen short simulations beats the sizes in force by luck
-            # as often as by merit (each is a sample of the interval's load): the move
-            # stands only if both, simulated afresh and longer, still show the gain.
-            now_again, choice_again = (self._predict(at, p.sizes, load, CONFIRM) for p in (now, choice))
-            move, why = self._worth_it(now_again, choice_again, load.rate)
-            said += f"; confirmed over {CONFIRM * self.params.horizon:g} s: in force {now_again.text()}, best {choice_again.text()}; {why}"
-        return (choice.sizes if move else in_force), said
+        move, said = self._confirmed(at, now, choice, load, lambda n, c: self._worth_it(n, c, load.rate), "best")
+        return (choice.sizes if move else in_force), f"{head}: {said}"
 
     def _heavy(self, at: _AtLoad, now: Prediction, over: Offer, head: str) -> tuple[dict[str, int], str]:
         """Heavy traffic (HEAVY): the candidates' capacities at the observed mix, each
@@ -236,14 +228,27 @@ class TwinController:
         inside = [p for p in candidates if self._within(p)]
         top = max(p.throughput for p in inside)
         choice = min((p for p in inside if p.throughput >= top * (1 - TIE)), key=lambda p: (sum(p.sizes.values()), sorted(p.sizes.items())))
-        move, why = self._more_capacity(now, choice)
-        said = f"{head}: in force {now.text()}; most {choice.text()}; {why}"
+        move, said = self._confirmed(at, now, choice, over, self._more_capacity, "most")
+        return (choice.sizes if move else now.sizes), f"{head}: {said}"
+
+    def _confirmed(
+        self, at: _AtLoad, now: Prediction, choice: Prediction, offer: Offer, test: Callable[[Prediction, Prediction], tuple[bool, str]], word: str
+    ) -> tuple[bool, str]:
+        """Whether to move from the sizes in force to the choice by `test` (now, choice) →
+        (move, why), and the figures behind it. The best of a few dozen short simulations
+        beats the sizes in force by luck as often as by merit (each is a sample of the
+        interval's load): a move stands only if both, simulated afresh over CONFIRM
+        horizons with another seed (capacities brought to the same work), still pass."""
+        move, why = test(now, choice)
+        said = f"in force {now.text()}; {word} {choice.text()}; {why}"
         if move and self._within(now):
-            now_again = self._predict(at, now.sizes, over, CONFIRM)
-            choice_again = _at_work(self._predict(at, choice.sizes, over, CONFIRM), now_again)
-            move, why = self._more_capacity(now_again, choice_again)
-            said += f"; confirmed over {CONFIRM * self.params.horizon:g} s: in force {now_again.text()}, most {choice_again.text()}; {why}"
-        return (choice.sizes if move else now.sizes), said
+            now_again = self._predict(at, now.sizes, offer, CONFIRM)
+            choice_again = self._predict(at, choice.sizes, offer, CONFIRM)
+            if offer.saturating:
+                choice_again = _at_work(choice_again, now_again)
+            move, why = test(now_again, choice_again)
+            said += f"; confirmed over {CONFIRM * self.params.horizon:g} s: in force {now_again.text()}, {word} {choice_again.text()}; {why}"
+        return move, said
 
     def _more_capacity(self, now: Prediction, choice: Prediction) -> tuple[bool, str]:
         """Whether the choice's capacity beats the sizes in force's by more than the
