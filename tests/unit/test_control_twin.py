@@ -9,6 +9,7 @@ are named by field."""
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pandas as pd
@@ -29,18 +30,18 @@ SLO = 0.2
 TWIN = {"strategy": "twin", "interval": 5, "bounds": {k: list(v) for k, v in BOUNDS.items()}, "twin": {"slo_p99": SLO, "horizon": 10}}
 
 
-def two_tier(control: dict | None, threads: int = 4, connections: int = 1, db_cpu: float = 0.008, duration: float = 120.0) -> dict:
-    """110 requests/s, each 4 ms of the app's one core on a thread, then a connection held
-    for `db_cpu` of a 4-core database's CPU: at 8 ms one connection is 88% busy (p99 over
-    300 ms, the SLO 200), two serve it within the SLO; at 16 ms two are 88% busy, four
-    serve it."""
+def two_tier(control: dict | None, threads: int = 4, connections: int = 1, db_cpu: float = 0.008, duration: float = 120.0, app_cpu: float = 0.004) -> dict:
+    """110 requests/s, each `app_cpu` (4 ms) of the app's one core on a thread, then a
+    connection held for `db_cpu` of a 4-core database's CPU: at 8 ms one connection is 88%
+    busy (p99 over 300 ms, the SLO 200), two serve it within the SLO; at 16 ms two are 88%
+    busy, four serve it."""
     app = {
         "pools": {"threads": {"kind": "threads", "size": threads}, "db": {"kind": "connections", "size": connections}},
         "stations": {"cpu": {"kind": "cpu", "cores": 1}},
     }
     db = {"stations": {"cpu": {"kind": "cpu", "cores": 4}}}
     program = {
-        "app": [{"acquire": "threads"}, {"cpu": {"exponential": 0.004}}, {"use": {"pool": "db", "steps": [{"call": "db"}]}}, {"release": "threads"}],
+        "app": [{"acquire": "threads"}, {"cpu": {"exponential": app_cpu}}, {"use": {"pool": "db", "steps": [{"call": "db"}]}}, {"release": "threads"}],
         "db": [{"cpu": {"exponential": db_cpu}}],
     }
     m = single_request_sessions(110.0, {"app": app, "db": db}, program, duration=duration, warmup=0, window=1.0, seed=3, records=True)
@@ -122,6 +123,36 @@ def test_in_heavy_traffic_it_sizes_for_capacity(constant: tierlab.Trace):
     assert float(capacity) == pytest.approx(1 / 0.008, rel=0.06), reason  # 10 s saturated: ~1,250 services, sd 3%
     assert abs(int(share) - 100 * float(rate) / float(capacity)) <= 1 and int(share) >= 80, reason  # the figures as printed, rounded
     assert float(capacity_most) > 1.05 * float(capacity) and float(gain) > 5, reason
+
+
+ALIKE = re.compile(
+    r": heavy traffic, the sizes in force at \d+% of their capacity; the capacities within the bounds ([\d.]+)–([\d.]+) req/s, within the hysteresis 5%: searched at the load: "
+)
+
+
+def test_where_no_size_has_more_capacity_heavy_traffic_is_searched_at_the_load():
+    """The app's one core, 8 ms a request, binds whatever the sizes (the database, 1 ms on
+    4 cores, does not): every size serves at most 125 requests/s (1 / 8 ms), and at 110
+    the sizes in force are in heavy traffic with no size of more capacity to move to. The
+    search at the load decides by p99: 16 threads share the core (processor sharing,
+    whose tail at 88% load is seconds long), 2 to 4 queue first-come first-served before
+    it (p99 ~0.3 s): it moves to few threads, and a run at them bears it out."""
+    cpu_bound = dict(threads=16, connections=8, app_cpu=0.008, db_cpu=0.001, duration=60)
+    before = tierlab.simulate(two_tier(None, **cpu_bound))
+    c = TwinController(tierlab.load_model(two_tier(None, **cpu_bound)), Twin(slo_p99=SLO, horizon=10), BOUNDS)
+    sizes, reason = c.decide(observed(before.summary, "app", {"threads": "threads", "connections": "db"}))
+    found = ALIKE.search(reason)
+    assert found, reason
+    low, high = map(float, found.groups())
+    assert 125 * 0.94 <= low <= high <= 125 * 1.06, reason  # 10 s saturated: ~1,250 services, sd 3%
+    assert FIGURES.search(reason) and reason.endswith("moved") and sizes["threads"] <= 4, reason
+    after = tierlab.simulate(two_tier(None, **(cpu_bound | sizes)))
+    # First come first served at one exponential server: the response time is exponential
+    # at rate μ − λ, its p99 ln(100) / (125 − λ) — a few threads sharing the core come near.
+    arrived = observed(after.summary, "app", {"threads": "threads"})["arrivals"]
+    fcfs = math.log(100) / (125 - arrived)
+    assert after.summary["response_time"]["p99"] == pytest.approx(fcfs, rel=0.15)
+    assert before.summary["response_time"]["p99"] > 1.15 * fcfs
 
 
 @pytest.fixture(scope="module")
