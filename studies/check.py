@@ -14,8 +14,9 @@ figure, and the exit status is 1. The live studies (`live_sizing.py`, `cluster_l
 live testbed in real time on a shared machine, so their figures cannot be re-run to the
 byte (not even `cluster_live.py --quick`'s simulated half, calibrated from a live
 profile) and they are not checked here. `cpu_growth` (investigations/twin) reads
-committed traces and runs nothing, and `capacity_noise` (investigations/control)
-simulates: both are checked, each from its own results folder.
+committed traces and runs nothing, and `capacity_noise` and `late_moves`
+(investigations/control) simulate: all three are checked, each from its own results
+folder.
 
 When a comparison fails, the versions of Python and the numerical packages each result
 ran with (result.json's `versions`) are named, committed -> now."""
@@ -41,7 +42,7 @@ HOMES = (HERE / "results", *sorted((ROOT / "investigations").glob("*/results")))
 # The full studies whose results are committed. `pool_sizing.py`'s full run (~40 min)
 # is not: its load-structure profile did not regenerate exactly, and a result that
 # cannot be regenerated is deleted rather than kept (its command regenerates it).
-STUDIES = ("andreolini", "capacity_noise", "cluster_dispatch", "connection_caching", "cost_model", "cpu_growth", "pool_sizing", "validation_run_length", "wang")
+STUDIES = ("andreolini", "capacity_noise", "cluster_dispatch", "connection_caching", "cost_model", "cpu_growth", "late_moves", "pool_sizing", "validation_run_length", "wang")
 QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "control", "pool_sizing", "wang")
 NOT_COMPARED = {".png"}
 # Written by hand beside a study's outputs, not by the study.
