@@ -11,8 +11,11 @@ Two twins, each observed from a run of itself (an interval of a known system:
 and examples/tpcw_2tier.yaml (TPC-W's 14 types at 30 requests/s, up to 101 connection
 requests each); the twin's parameters at their defaults (grid 4, horizon 10 s) and
 lighter (grid 3, horizon 5 s); the interval observed at the model's own pool sizes and
-load ("light") and at a load that puts those sizes at 80% of their capacity or more
-("heavy": HEAVY, where the search simulates capacities); each decision as it comes (it
+load ("light"), at a load that puts those sizes at 80% of their capacity or more
+("heavy": HEAVY, where the search simulates capacities), and — the two-tier model with
+its app's core binding every size (8 ms a request, the database 1 ms) — in heavy
+traffic where no size has more capacity ("alike": both searches, the capacities' and
+then the one at the load); each decision as it comes (it
 holds) and with its first test forced to "move" (it pays the confirmation every move pays:
 two more simulations, three horizons each). Per case: ms
 per decision (median
@@ -51,12 +54,14 @@ PARAMS = {"default (grid 4, horizon 10 s)": Twin(), "light (grid 3, horizon 5 s)
 # model's sizes' capacity (two-tier's (4, 2) serve ~230 requests/s; TPC-W's (20, 15)
 # about 3.3 sessions/s of its shopping mix, the thinks shortened to 1 s so that the
 # interval's request rate has followed: studies/control.py's load step at its peak).
+CPU_BOUND = [{"acquire": "threads"}, {"cpu": {"exponential": 0.008}}, {"use": {"pool": "db", "steps": [{"call": "db"}]}}, {"release": "threads"}]
 LOADS: dict[str, dict[str, dict]] = {
     "light": {"two-tier": {}, "tpcw_2tier": {}},
     "heavy": {
         "two-tier": {"workload.population.session_rate": 200.0},
         "tpcw_2tier": {"workload.population.session_rate": 3.0, "workload.think": {"exponential": 1.0}},
     },
+    "alike": {"two-tier": {"requests.job.app": CPU_BOUND, "requests.job.db": [{"cpu": {"exponential": 0.001}}], "workload.population.session_rate": 110.0}},
 }
 # A decision that holds, and one that moves: the second has its first test forced to
 # "move", so it pays what every move pays on top, the confirmation (the choice and the
@@ -132,7 +137,9 @@ def main() -> None:
     )
     for name, make in TWINS.items():
         for load, changes in LOADS.items():
-            model = make().with_changes(changes[name]) if changes[name] else make()
+            if name not in changes:
+                continue
+            model = make().with_changes(changes[name])
             for label, params in PARAMS.items():
                 for kind, moves in KINDS.items():
                     f = case(model, params, a.decisions, moves)
