@@ -42,7 +42,18 @@ HOMES = (HERE / "results", *sorted((ROOT / "investigations").glob("*/results")))
 # The full studies whose results are committed. `pool_sizing.py`'s full run (~40 min)
 # is not: its load-structure profile did not regenerate exactly, and a result that
 # cannot be regenerated is deleted rather than kept (its command regenerates it).
-STUDIES = ("andreolini", "capacity_noise", "cluster_dispatch", "connection_caching", "cost_model", "cpu_growth", "late_moves", "pool_sizing", "validation_run_length", "wang")
+STUDIES = (
+    "andreolini",
+    "capacity_noise",
+    "cluster_dispatch",
+    "connection_caching",
+    "cost_model",
+    "cpu_growth",
+    "late_moves",
+    "pool_sizing",
+    "validation_run_length",
+    "wang",
+)
 QUICK = ("andreolini", "cluster_dispatch", "connection_caching", "control", "pool_sizing", "wang")
 NOT_COMPARED = {".png"}
 # Written by hand beside a study's outputs, not by the study.
