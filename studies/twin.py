@@ -112,7 +112,7 @@ def study(
     twin: dict | None = None,
     cpu: dict[str, float] | None = None,
 ) -> dict:
-    """`twin`: further `calibrate` options (lock, idle_handoff, request_growth); `cpu`:
+    """`twin`: further `calibrate` options (lock, idle_handoff, request_growth, round_trip); `cpu`:
     the tiers' CPU budgets (`live up --cpu`), which calibrate takes as their size."""
     if not resume and (out / db).exists():
         # A fresh run replaces the testbed's live runs whole: an earlier run's traces
@@ -446,6 +446,12 @@ def main() -> None:
         help="the twin's app CPU grows with the threads held as the requests one by one show it (`twin calibrate --request-growth`)",
     )
     ap.add_argument(
+        "--round-trip",
+        action="store_true",
+        help="the database's statements hold their connections for the round trip the calibration runs measured, growing with the connections held "
+        "(`twin calibrate --round-trip`; PostgreSQL)",
+    )
+    ap.add_argument(
         "--rescore",
         action="store_true",
         help="run nothing: score the testbeds already in the folder (their testbed.json) by this commit's criteria, rewriting claims.json and result.json; "
@@ -458,7 +464,7 @@ def main() -> None:
         cpu = cpu_budget.parse(a.cpu) if a.cpu else None
     except InputError as e:
         ap.error(str(e))
-    twin_options = {"lock": a.lock, "idle_handoff": a.idle_handoff, "request_growth": a.request_growth}
+    twin_options = {"lock": a.lock, "idle_handoff": a.idle_handoff, "request_growth": a.request_growth, "round_trip": a.round_trip}
     out = output_dir("twin" if a.server == "python" else "twin_java", a)
     s = sizes(a.quick)
     for db in [] if a.rescore else [a.db] if a.db else s["dbs"]:

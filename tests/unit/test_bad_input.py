@@ -159,6 +159,11 @@ def test_acquire_cpu_needs_the_tier_to_have_one_cpu():
         ),
         (lambda m: m["requests"]["A"]["app"][1].update(contention={"count": "busy", "per": 0.1}), "requests.A.app[1].contention.pool", "name the pool"),
         (
+            lambda m: m["requests"]["A"]["app"].insert(1, {"delay": 0.001, "contention": {"pool": "db", "count": "busy", "per": 0.1}}),
+            "requests.A.app[1].contention.pool",
+            "'db' is not a pool",
+        ),
+        (
             lambda m: m["tiers"]["app"]["pools"]["threads"].update(acquire_contention={"count": "waiting", "per": 0.1}),
             "tiers.app.pools.threads.acquire_contention",
             "lacks",

@@ -235,6 +235,20 @@ def test_contention_on_the_busy_tokens_reads_the_others(cap, count):
     assert _implied_count(t, 0.5) == pytest.approx(count, rel=0.03)
 
 
+@pytest.mark.parametrize("clients,cap,hold", [(2, None, 1.5), (3, None, 2.0), (3, 1, 1.5)])
+def test_a_delay_grows_with_the_others_holding_as_a_cpu_step_does(clients, cap, hold):
+    """Closed clients with no think time, each holding a large pool through a 1 s delay
+    that grows by half per other holder: past the first holds, every hold starts with
+    all the other clients holding, so it lasts 1 · (1 + 0.5 · min(clients − 1, max))."""
+    contention = {"pool": "p", "count": "busy", "per": 0.5} | ({"max": cap} if cap else {})
+    program = [{"acquire": "p"}, {"delay": {"constant": 1.0}, "contention": contention}, {"release": "p"}]
+    m = single_request_sessions(1.0, {"s": {"pools": {"p": {"size": 100}}}}, {"s": program}, duration=1_010, warmup=10)
+    m["workload"] = {"population": {"clients": clients}, "think": 0.0, "chain": {"matrix": {"job": {"job": 1}}, "start": "job"}}
+    t = run(m)
+    assert t.summary["response_time"]["mean"] == pytest.approx(hold, rel=1e-3)
+    assert t.summary["throughput"] == pytest.approx(clients / hold, rel=0.005)
+
+
 def test_contention_on_the_waiters_grows_the_acquisition():
     """An M/M/1 lock (λ = 0.5, μ = 1): an acquisition sees the time-average queue,
     ρ²/(1 − ρ) = 0.5 waiters, so its `acquire_cpu` C with `per` 1 costs C·1.5."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 
+import numpy as np
 import pytest
 
 import tierlab
@@ -220,3 +221,48 @@ def test_under_a_cpu_budget_the_station_is_the_budgets_not_what_the_process_used
     assert (half["cores"], half["speed"]) == (1.0, 0.5)
     shared = effective_cores(m)  # type: ignore[arg-type]
     assert shared["cores"] == 1.0 and shared["speed"] == pytest.approx(0.76)
+
+
+def test_a_round_trip_is_recovered_from_two_loads(tmp_path):
+    """Each database call waits a known 0.4 ms (exponential) before its CPU — the round
+    trip a twin with the database's executor time alone lacks. From traces at two loads
+    (10 and 40 clients, 0.1 s think times), `round_trip` measures the client's wait per
+    access beyond the database's CPU, 0.4 ms at both within 5% (a wait that does not
+    grow: the line's value at each load), and the twin holds the connections as long as
+    each trace did (within 5%); without it, shorter. A trace with no statements' account
+    is refused, named."""
+    trip = 0.0004
+    # The database's CPU on a core per connection: what it executes takes its CPU time
+    # (pg_stat_statements' executor time, what `round_trip` subtracts, is wall time).
+    model = known_model(1).with_changes({"workload.think": {"exponential": 0.1}, "run.duration": 40, "tiers.db.stations.cpu.cores": 4})
+    spec = model.spec.model_dump(mode="json", exclude_unset=True)
+    for program in spec["requests"].values():
+        program["db"].insert(0, {"delay": {"exponential": trip}})
+    model = tierlab.load_model(spec)
+    folders = [tierlab.simulate(model.with_changes({"workload.population.clients": n})).write(tmp_path / f"at{n}") for n in (10, 40)]
+    cal = calibrate(folders, model, round_trip=True)
+    fit = cal.report()["round_trip"]
+    assert [fit["seconds"] * (1 + fit["per"] * t["live_held"]) for t in fit["traces"]] == pytest.approx([trip, trip], rel=0.05)
+    assert [t["live_wait"] for t in fit["traces"]] == pytest.approx([trip, trip], rel=0.05)
+    assert [t["twin_held"] for t in fit["traces"]] == pytest.approx([t["live_held"] for t in fit["traces"]], rel=0.05)
+    waits = [s for p in cal.model["requests"].values() for a in p["app"] if "loop" in a for u in a["loop"]["steps"] for s in u["use"]["steps"] if "delay" in s]
+    assert len(waits) == len(KNOWN)
+    without = calibrate(folders, model)
+    shorter = tierlab.simulate(without.loaded().with_changes({"workload.population.clients": 40}))
+    assert shorter.summary["tiers"]["app"]["servers"][0]["pools"]["db"]["mean_busy"] < 0.9 * fit["traces"][1]["live_held"]
+
+
+def test_a_round_trip_is_the_line_through_its_loads():
+    """The wait a · (1 + b · n) through two loads' (connections held, wait), exactly; a
+    wait that shrinks with the load is its mean (no growth); one load, or a wait no
+    longer than what the database executed, is refused with the reason."""
+    from tierlab.experiments.twin.round_trip import fitted
+
+    line = fitted(np.array([0.5, 2.0]), np.array([1e-4 * 1.5, 1e-4 * 3.0]))
+    assert (line.seconds, line.per) == pytest.approx((1e-4, 1.0))
+    flat = fitted(np.array([0.5, 2.0]), np.array([3e-4, 1e-4]))
+    assert (flat.seconds, flat.per) == (pytest.approx(2e-4), 0.0)
+    with pytest.raises(InputError, match="two loads"):
+        fitted(np.array([0.5, 0.5]), np.array([1e-4, 2e-4]))
+    with pytest.raises(InputError, match="no longer"):
+        fitted(np.array([0.5, 2.0]), np.array([-1e-5, 2e-4]))

@@ -369,6 +369,10 @@ pub enum Step {
     },
     Delay {
         time: Dist,
+        /// The wait grows with a pool's count, as a CPU step's demand does (e.g. a
+        /// statement's round trip with the statements in service at the database).
+        #[serde(default)]
+        contention: Option<Contention>,
     },
     Transfer {
         link: usize,
@@ -702,7 +706,7 @@ impl Model {
                 Step::Cpu { demand: d, .. }
                 | Step::Disk { accesses: d, .. }
                 | Step::Loop { count: d, .. }
-                | Step::Delay { time: d }
+                | Step::Delay { time: d, .. }
                 | Step::Transfer { bytes: d, .. } => Some(d),
                 _ => None,
             };
@@ -739,7 +743,8 @@ impl Model {
                     }
                     false
                 }
-                Step::Delay { .. } => false,
+                Step::Delay { contention, .. } => contention
+                    .is_some_and(|c| c.pool >= t.pools.len() || !finite_non_negative(c.per)),
             };
             if bad {
                 return Some((

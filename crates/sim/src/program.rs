@@ -52,7 +52,11 @@ pub enum Instr {
     LoopEnd {
         begin: u32,
     },
-    Delay(u32),
+    Delay {
+        time: u32,
+        /// Index into `Constants::contentions`, or NO_CONTENTION.
+        contention: u16,
+    },
     Transfer {
         link: u16,
         bytes: u32,
@@ -72,6 +76,12 @@ pub fn flatten(steps: &[Step], consts: &mut Constants, out: &mut Vec<Instr>) {
     fn dist(consts: &mut Constants, d: &Dist) -> u32 {
         consts.dists.push(d.clone());
         (consts.dists.len() - 1) as u32
+    }
+    fn growth(consts: &mut Constants, c: &Option<Contention>) -> u16 {
+        c.map_or(NO_CONTENTION, |c| {
+            consts.contentions.push(c);
+            (consts.contentions.len() - 1) as u16
+        })
     }
     for s in steps {
         match s {
@@ -100,17 +110,17 @@ pub fn flatten(steps: &[Step], consts: &mut Constants, out: &mut Vec<Instr>) {
             } => out.push(Instr::Cpu {
                 station: *station as u16,
                 demand: dist(consts, demand),
-                contention: contention.map_or(NO_CONTENTION, |c| {
-                    consts.contentions.push(c);
-                    (consts.contentions.len() - 1) as u16
-                }),
+                contention: growth(consts, contention),
             }),
             Step::Disk { station, accesses } => out.push(Instr::Disk {
                 station: *station as u16,
                 accesses: dist(consts, accesses),
             }),
             Step::Call { tier } => out.push(Instr::Call(*tier as u16)),
-            Step::Delay { time } => out.push(Instr::Delay(dist(consts, time))),
+            Step::Delay { time, contention } => out.push(Instr::Delay {
+                time: dist(consts, time),
+                contention: growth(consts, contention),
+            }),
             Step::Transfer { link, bytes } => out.push(Instr::Transfer {
                 link: *link as u16,
                 bytes: dist(consts, bytes),
@@ -162,7 +172,10 @@ mod tests {
         let steps = vec![
             Step::Loop {
                 count: one.clone(),
-                body: vec![Step::Delay { time: one.clone() }],
+                body: vec![Step::Delay {
+                    time: one.clone(),
+                    contention: None,
+                }],
             },
             Step::Call { tier: 1 },
         ];
@@ -178,13 +191,14 @@ mod tests {
     fn an_acquisition_cost_sits_behind_an_opening_that_lands_on_the_get() {
         let cost = vec![Step::Delay {
             time: Dist::Constant { value: 1.0 },
+            contention: None,
         }];
         let (mut consts, mut out) = (Constants::default(), vec![]);
         let get = |cost| Step::Get { pool: 2, cost };
         flatten(&[get(vec![]), get(cost)], &mut consts, &mut out);
         assert!(matches!(out[0], Instr::Get(2)));
         assert!(matches!(out[1], Instr::Opening { pool: 2, end: 3 }));
-        assert!(matches!(out[2], Instr::Delay(_)));
+        assert!(matches!(out[2], Instr::Delay { .. }));
         assert!(matches!(out[3], Instr::Get(2)));
     }
 }

@@ -71,6 +71,13 @@ def twin() -> None:
     "(slope and cap by least squares), where they show it; instead of --contention.",
 )
 @click.option(
+    "--round-trip",
+    is_flag=True,
+    help="Hold the connections for each statement's round trip beyond what the database executed (the client's wait less its own CPU "
+    "and pg_stat_statements' time), growing with the connections other requests hold, the line through the traces' loads: PostgreSQL "
+    "traces at two loads or more.",
+)
+@click.option(
     "--connection-limit",
     type=click.IntRange(min=1),
     help="With --model: the clients' connections the server held at once (Tomcat's maxConnections, waitress's connection_limit less 2), "
@@ -91,6 +98,7 @@ def twin_calibrate(
     lock,
     idle_handoff,
     request_growth,
+    round_trip,
     connection_limit,
 ) -> None:
     """Write a model of the live system that TRACES measured: per request type its
@@ -114,7 +122,15 @@ def twin_calibrate(
     if clients is not None and session_rate is not None:
         raise InputError("give --clients (a closed population) or --session-rate (an open one), not both")
     population = {"clients": clients} if clients is not None else {"session_rate": session_rate} if session_rate is not None else None
-    options = {"form": form, "handoff": handoff, "contention": contention, "lock": lock, "idle_handoff": idle_handoff, "request_growth": request_growth}
+    options = {
+        "form": form,
+        "handoff": handoff,
+        "contention": contention,
+        "lock": lock,
+        "idle_handoff": idle_handoff,
+        "request_growth": request_growth,
+        "round_trip": round_trip,
+    }
     if model_file is None:
         if connection_limit is not None:
             raise InputError("--connection-limit needs --model: an OpenTelemetry server's twin is made from its spans, whose sessions it does not know")

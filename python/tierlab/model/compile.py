@@ -476,7 +476,7 @@ def _steps(c: _Program, steps: list, path: str) -> list[dict]:
                 held.update(before)
             out.append({"op": "loop", "count": dist.engine(s.loop.count), "body": body})
         elif isinstance(s, Delay):
-            out.append({"op": "delay", "time": dist.engine(s.delay)})
+            out.append({"op": "delay", "time": dist.engine(s.delay), "contention": _contention(c, s.contention, None, f"{p}.contention")})
         elif isinstance(s, Transfer):
             if s.transfer.link not in m.links:
                 bad.add(p, f"link {s.transfer.link!r} does not exist (links: {_names(m.links)}); define it under `links`")
@@ -553,7 +553,7 @@ def _tier_cpu(tname: str, t: Tier, field: str, bad: _Problems) -> int | None:
 
 
 def _contention(c: _Program, term: Contention | None, default_pool: str | None, path: str) -> dict | None:
-    """A CPU step's contention term for the engine (its pool as an index)."""
+    """A CPU or delay step's contention term for the engine (its pool as an index)."""
     if term is None:
         return None
     pools = c.m.tiers[c.tname].pools

@@ -34,7 +34,9 @@ class Contention(Strict):
     counted in a pool of the tier when the step starts — e.g. a connection pool's
     bookkeeping growing with the threads queued for it, or an embedded database's work
     per statement growing with the connections in use at once. With `max`, n counts up
-    to it: the growth levels off (as a Python server's does past a few threads held)."""
+    to it: the growth levels off (as a Python server's does past a few threads held).
+    On a delay step the wait grows the same way (a statement's round trip on a machine
+    the database shares, with the statements in service)."""
 
     pool: Name | None = Field(None, description="the pool counted (a pool's `acquire_contention`: that pool by default)")
     count: Literal["busy", "waiting"] = Field(description="busy: tokens held by other requests; waiting: requests queued for a token")
@@ -369,7 +371,10 @@ class Loop(Strict):
 
 
 class Delay(Strict):
-    delay: Dist
+    delay: Dist = Field(description="seconds the request waits, holding what it holds")
+    contention: Contention | None = Field(
+        None, description="the wait grows with a pool's count, as a CPU step's demand does (e.g. a statement's round trip with the statements in service)"
+    )
 
 
 class UseBody(Strict):

@@ -18,7 +18,7 @@ use crate::cluster::Cluster;
 use crate::control::Control;
 use crate::events::{Ev, EventQueue};
 use crate::model::{
-    Counted, Handoff, Hold, Model, Pool as PoolSpec, PoolKind, Station as StationSpec,
+    Contention, Counted, Handoff, Hold, Model, Pool as PoolSpec, PoolKind, Station as StationSpec,
 };
 use crate::observer::{Observer, View};
 use crate::pool::Acquire;
@@ -525,8 +525,13 @@ impl Sim {
                     }
                 }
                 Instr::Release(p) => self.release(slot, p),
-                Instr::Delay(d) => {
-                    let t = self.consts.dists[d as usize].sample(self.rng.get(Stream::Demand));
+                Instr::Delay { time, contention } => {
+                    let mut t =
+                        self.consts.dists[time as usize].sample(self.rng.get(Stream::Demand));
+                    if contention != NO_CONTENTION {
+                        let c = self.consts.contentions[contention as usize];
+                        t *= grown(c, &self.servers[server].pools[c.pool], f);
+                    }
                     self.events.push(self.now + t, Ev::Resume { req: slot });
                     return;
                 }
@@ -584,14 +589,7 @@ impl Sim {
                     * self.sessions.weight(r.session);
                 if contention != NO_CONTENTION {
                     let c = self.consts.contentions[contention as usize];
-                    let pool = &self.servers[server].pools[c.pool];
-                    // Busy counts the others: not the tokens this visit holds itself.
-                    let own = if c.count == Counted::Busy && f.held & (1 << c.pool) != 0 {
-                        pool.tokens(f.exclusive & (1 << c.pool) != 0)
-                    } else {
-                        0
-                    };
-                    work *= 1.0 + c.per * (pool.count(c.count) - own).min(c.max) as f64;
+                    work *= grown(c, &self.servers[server].pools[c.pool], f);
                 }
                 if self.tier_accs {
                     let acc = &mut r.tiers[tier];
@@ -688,7 +686,7 @@ impl Sim {
             | Instr::Acquire { .. }
             | Instr::Connect(_)
             | Instr::Release(_)
-            | Instr::Delay(_) => {
+            | Instr::Delay { .. } => {
                 unreachable!("run by advance")
             }
         }
@@ -1110,4 +1108,16 @@ impl Sim {
         self.free_reqs.push(slot);
         self.request_done(session);
     }
+}
+
+/// Chen & Gorton's factor 1 + per · n of contention term `c` for the visit `f`, n the
+/// count of `pool` (the term's) as the step starts: busy counts the others, not the
+/// tokens the visit holds itself.
+fn grown(c: Contention, pool: &crate::pool::Pool, f: &Frame) -> f64 {
+    let own = if c.count == Counted::Busy && f.held & (1 << c.pool) != 0 {
+        pool.tokens(f.exclusive & (1 << c.pool) != 0)
+    } else {
+        0
+    };
+    1.0 + c.per * (pool.count(c.count) - own).min(c.max) as f64
 }

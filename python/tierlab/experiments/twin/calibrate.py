@@ -12,7 +12,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -35,6 +35,8 @@ from .lock import Lock, at_cpu, evidence
 from .lock import fitted as lock_fitted
 from .measured import Measured, cpu_cores, hand_offs, measured
 from .per_request import GROWTH_MIN, T_MIN, line
+from .round_trip import fitted as round_trip_fitted
+from .round_trip import waits
 
 CEILING_QUANTILE = 0.95  # of the process's CPU over busy windows: its effective cores
 UNMEASURED = ("acquire_cpu", "retransmit", "handoff", "handoff_cpu")  # pool fields a twin does not take from the model
@@ -94,6 +96,7 @@ class Calibration:
     outside: float = 0.0  # CPU-seconds per request outside the handlers, in the twin
     lock: dict | None = None  # `calibrate(lock=True)`'s evidence and fit (None: not looked for)
     once: dict | None = None  # `calibrate(idle_handoff=, request_growth=)`'s evidence (None: neither asked)
+    round_trip: dict | None = None  # `calibrate(round_trip=True)`'s fit and check (None: not asked)
 
     def loaded(self) -> LoadedModel:
         return load_model(self.model, self.base_dir)
@@ -117,6 +120,7 @@ class Calibration:
             }
             | ({"interpreter_lock": self.lock} if self.lock is not None else {})
             | ({"growth_once": self.once} if self.once is not None else {})
+            | ({"round_trip": self.round_trip} if self.round_trip is not None else {})
         )
 
     def write(self, out: str | Path) -> Path:
@@ -153,6 +157,7 @@ def calibrate(
     idle_handoff: bool = False,
     request_growth: bool = False,
     connection_limit: int | None = None,
+    round_trip: bool = False,
 ) -> Calibration:
     """The twin of the system the traces measured, run from `model`; with `handoff`, its
     pools hand a freed token to the next waiter after the waiter's own CPU run
@@ -173,6 +178,10 @@ def calibrate(
     with `request_growth`, the app's CPU demands grow with the threads held as the
     requests one by one show it (`per_request.line`), where they show it; instead of
     `contention`.
+
+    With `round_trip`, last, the database's statements hold their connections for the
+    round trip the traces measured beyond what the database executed, growing with the
+    connections other requests hold (`round_trip`; a database of its own, PostgreSQL).
 
     The live server's limit on its clients' connections (recorded in the traces by the
     testbed, or `connection_limit` where they lack it) becomes the twin's pool held by
@@ -209,7 +218,8 @@ def calibrate(
                 f"{'recorded in the traces' if connection_limit is None else 'as given'}), each held by a session from its first request "
                 "to its end: a pool held by sessions; a session past it waits to connect"
             )
-        return _locked(cal, base, read, m, setting, cores, form) if lock else cal
+        cal = _locked(cal, base, read, m, setting, cores, form) if lock else cal
+        return _with_round_trip(cal, read, m, setting) if round_trip else cal
 
     if not handed and not contention:
         return finished(cal)
@@ -318,6 +328,35 @@ def _with_once(cal: Calibration, once: dict[str, Any], tier: str) -> Calibration
             )
         )
     return cal
+
+
+def _with_round_trip(cal: Calibration, read: list[tuple[str, Trace]], m: Measured, setting: PoolSetting) -> Calibration:
+    """`cal` with each access's round trip beyond the database's executor time
+    (`round_trip`: the line through the traces' measured waits and connections held);
+    the connections the twin then holds at each trace's load, simulated, against the
+    trace's in the report and notes."""
+    if m.db_tier is None:
+        raise InputError("--round-trip needs a database in a process of its own (PostgreSQL): an embedded one's statements are the server's own CPU")
+    runs = [t for _, t in read]
+    live = waits(runs, m.tier, m.db_tier)
+    held_at = f"busy:{setting.connections}"
+    held = [float(t.summary["tiers"][m.tier]["servers"][0]["pools"][setting.connections]["mean_busy"]) for t in runs]
+    trip = round_trip_fitted(np.array(held), live)
+    out = replace(cal, model=trip.applied(cal.model, m.tier, setting.connections, m.db_tier), notes=list(cal.notes))
+    sims = matched(out.loaded(), runs, m.tier, setting.threads, GROWTH_SEEDS)
+    checks = [
+        {"throughput": t.summary["throughput"], "live_wait": float(w), "live_held": h, "twin_held": x[held_at]} for t, w, x, h in zip(runs, live, sims, held)
+    ]
+    out.round_trip = asdict(trip) | {"traces": checks}
+    out.notes.append(
+        f"{m.db_tier}: each access's statements wait {trip.seconds * 1e6:.0f} µs × (1 + {trip.per:.3f} · connections other requests hold) "
+        "beyond what it executes (the client's wait less its own CPU and pg_stat_statements' time), the line through the traces' loads; "
+        + "; ".join(
+            f"{c['throughput']:.0f} requests/s: {c['live_wait'] * 1e6:.0f} µs live, connections held {c['live_held']:.3f} live, {c['twin_held']:.3f} in the twin"
+            for c in checks
+        )
+    )
+    return out
 
 
 def cpu_per_request(read: list[tuple[str, Trace]], cores_of: dict[str, int | None], speed: float, apart: float = 0.0) -> np.ndarray:
@@ -601,10 +640,10 @@ def handoff_cpu(m: Measured, pool: str, cores: float, connections: str) -> float
 
 def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, seeds: int = MATCH_SEEDS) -> list[dict[str, float]]:
     """The twin simulated at each trace's load (`_population`) and length,
-    `seeds` runs each, pooled per trace: per pool its seconds spent handing off and
-    its waits granted (`handing:<pool>`, `granted:<pool>`), the app tier's CPU per served
-    request (`cpu`, the service demand law, as the live trace's is measured) and the
-    mean threads busy.
+    `seeds` runs each, pooled per trace: per pool its seconds spent handing off, its
+    waits granted and its mean tokens held (`handing:<pool>`, `granted:<pool>`,
+    `busy:<pool>`), the app tier's CPU per served request (`cpu`, the service demand
+    law, as the live trace's is measured) and the mean threads busy.
 
     Why simulate: the windows of a live trace show what its requests met, but a twin
     given figures read from them queues differently from the live server (on
@@ -629,6 +668,7 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, see
                 h, n = hand_offs(v, sim["measured_seconds"])
                 sums[f"handing:{p}"] += h
                 sums[f"granted:{p}"] += n
+                sums[f"busy:{p}"] += v["mean_busy"] / seeds
         out.append(dict(sums) | {"cpu": sums["busy"] / sums["served"] if sums["served"] else float("nan")})
     return out
 
