@@ -29,6 +29,7 @@ PAPERS = {
         "connection_caching",
         "live_sizing",
         "twin",
+        "twin_java_budget",
         "validation_run_length",
     ],
     "Dutta et al. — ReDAL request distribution (../shared/papers/dutta-redal-request-distribution.txt)": [
