@@ -1,6 +1,6 @@
-"""A statement's round trip in the twin (issue 41 item 2; docs/twin.md, "The database's
-statements"): what a statement costs the connection that waits for it beyond what the
-database executes, and how that grows with the statements in service.
+"""A statement's round trip in the twin (issue 41 item 2; docs/twin.md, "A statement's
+round trip"): what a statement costs the connection that waits for it beyond what the
+database executes, and how that grows with the connections held.
 
 Live, a statement holds its connection for a round trip — the driver's send, the
 database backend's wake-up and work, the reply's wake-up of the waiting thread — of
@@ -32,9 +32,9 @@ from ...trace import Trace
 
 @dataclass(frozen=True)
 class RoundTrip:
-    """The wait per access: `seconds` × (1 + `per` · statements other requests have in
-    the database), exponential (the traces sum a request's statements, so the spread of
-    one round trip is not measured)."""
+    """The wait per access: `seconds` × (1 + `per` · connections other requests hold),
+    exponential (the traces sum a request's statements, so the spread of one round trip
+    is not measured)."""
 
     seconds: float
     per: float = 0.0
