@@ -663,13 +663,13 @@ def matched(twin: LoadedModel, traces: list[Trace], tier: str, threads: str, see
             cpu = server["stations"]["cpu"]
             sums["busy"] += cpu["utilization"] * sim["measured_seconds"] * cores
             sums["served"] += served
-            sums["threads_busy"] += server["pools"][threads]["mean_busy"] / seeds
             for p, v in server["pools"].items():
                 h, n = hand_offs(v, sim["measured_seconds"])
                 sums[f"handing:{p}"] += h
                 sums[f"granted:{p}"] += n
                 sums[f"busy:{p}"] += v["mean_busy"] / seeds
-        out.append(dict(sums) | {"cpu": sums["busy"] / sums["served"] if sums["served"] else float("nan")})
+        cpu_per_request = sums["busy"] / sums["served"] if sums["served"] else float("nan")
+        out.append(dict(sums) | {"cpu": cpu_per_request, "threads_busy": sums[f"busy:{threads}"]})
     return out
 
 
