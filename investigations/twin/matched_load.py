@@ -25,12 +25,12 @@ from tierlab.experiments.study.provenance import output_dir, root, study_parser,
 from tierlab.experiments.twin.calibrate import _population
 from tierlab.model import load_model
 from tierlab.run import simulate
-from tierlab.trace import read_trace
+from tierlab.trace import Summary, read_trace
 
 SEEDS = 8
 
 
-def served(twin, summary: dict, rate: float) -> float:
+def served(twin, summary: Summary, rate: float) -> float:
     """The twin's requests per second at `rate` sessions/s over the trace's length, mean of SEEDS runs."""
     run = twin.with_run(duration=summary["warmup"] + summary["measured_seconds"], warmup=summary["warmup"], records=False)
     run = run.with_changes({"workload.population.session_rate": rate})
