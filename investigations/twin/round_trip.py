@@ -9,7 +9,7 @@ but the testbed's start), against the committed twin without it.
 
 Found before the criteria, on the Python testbed's two calibration runs only (nothing from
 its verification): the twin as committed held its connections 29% and 45% shorter than
-those runs themselves; the client waited 115 / 240 µs per statement beyond its own CPU,
+those runs themselves (a throwaway simulation, 4 seeds, not kept); the client waited 115 / 240 µs per statement beyond its own CPU,
 of which pg_stat_statements' executor time, the twin's statement, was 14 µs.
 
 Criteria, written before any re-scoring (2026-11-29 07:00 UTC; the JVM testbed's live runs

@@ -8,14 +8,16 @@ which pg_stat_statements' executor time is a small part (on the Python bookstore
 PostgreSQL calibration, 14 µs of the 115 µs per statement the client waited beyond its
 own CPU at the light load), and the round trip grows with load as the backends and the
 server share the machine's cores (240 µs at the heavy load). A twin with the executor's
-time alone held its connections 29% and 45% shorter than those two runs themselves.
+time alone held its connections 29% and 45% shorter than those two runs themselves (a
+throwaway simulation, 4 seeds, before this existed).
 
 Here the rest of the round trip is a wait inside each connection access, before the
 call to the database: a · (1 + b · n), n the connections other requests hold as it
 starts — the requests at the database or about to reach it, each competing for the
 cores the round trip's wake-ups need (at the Python server, for its interpreter lock
 too) — a and b the line through the traces' loads, both measured (`fitted`).
-(The statements in the database at once, 0.16–0.28 in the twin at those loads, grew
+(The statements in the database at once, 0.16–0.28 in the twin at those loads in a first
+version that counted them, not kept, grew
 too little between them for the wait's doubling: the line through them had no wait of
 its own at no contention.)"""
 
