@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -15,7 +15,7 @@ import tierlab.live
 from tierlab.live.mapping import load_mapping
 from tierlab.model import load_model
 
-from conftest import EXAMPLES, chain_mix, check_little, mix_distance
+from conftest import EXAMPLES, StubServer, chain_mix, check_little, mix_distance
 
 
 class Stub(BaseHTTPRequestHandler):
@@ -53,8 +53,7 @@ class Stub(BaseHTTPRequestHandler):
 @pytest.fixture
 def stub():
     Stub.seen = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
-    server.daemon_threads = True
+    server = StubServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"127.0.0.1:{server.server_address[1]}"
     server.shutdown()
