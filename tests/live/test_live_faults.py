@@ -78,7 +78,14 @@ def _live_run(bed, out, duration: float) -> subprocess.Popen:
     args = ["live", "run", _model_file(bed), "--http", str(MAPPING), "--workdir", bed.state.workdir, "--out", str(out)]
     args += ["--duration", str(duration), "--warmup", "0", "--quiet"]
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
-    return subprocess.Popen([sys.executable, "-m", "tierlab.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # Ctrl-C comes from a terminal, where SIGINT is not ignored; a suite started in the
+    # background by a shell ignores it and its children inherit that. Caught here while
+    # spawning, it is at its default in the child (exec resets caught signals).
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen([sys.executable, "-m", "tierlab.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _model_file(bed) -> str:
