@@ -13,6 +13,7 @@ import shutil
 import socket
 from pathlib import Path
 
+import psutil
 import pytest
 
 import tierlab
@@ -45,8 +46,10 @@ def _run_and_stop(model, workdir):
         trace = bed.run(model, HTTP)
     finally:
         assert lifecycle.down(workdir)
-    # Nothing left: no recorded process runs (a reaped-or-zombie child is ended), no port answers.
+    # Nothing left: no recorded process runs, none of them lingers as our zombie (down
+    # reaps what this process spawned), no port answers.
     assert not [pid for pid in state.pids() if lifecycle.running(pid)]
+    assert not [pid for pid in state.pids() if psutil.pid_exists(pid) and psutil.Process(pid).ppid() == os.getpid()]
     assert not [p for p in state.ports() if _listening(p)]
     assert lifecycle.status(workdir) is None
     return state, trace

@@ -332,11 +332,19 @@ def server_command(
     return [sys.executable, "-m", "tierlab.live.server.serve", *options, *(["--otel", str(Path(otel).resolve())] if otel else [])]
 
 
+# The servers this process started, by pid: a testbed outlives the `live up` that
+# started it, but one brought down by the process that brought it up (a study, a test)
+# is reaped by `down` at once rather than left to the garbage collector's warning.
+_spawned: dict[int, subprocess.Popen] = {}
+
+
 def spawn(cmd: list[str], logfile: Path) -> int:
     """Start `cmd` in the background, in a process group of its own (so `down` stops
     its children too), its output appended to `logfile`."""
     with open(logfile, "ab") as f:
-        return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True).pid
+        child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+    _spawned[child.pid] = child
+    return child.pid
 
 
 def save(state: State) -> None:
@@ -393,13 +401,17 @@ def down(workdir: str | Path = ".tierlab/live") -> bool:
 
 
 def _stop(pid: int) -> None:
-    """SIGTERM to the process's group, SIGKILL after 5 s."""
+    """SIGTERM to the process's group, SIGKILL after 5 s; reaped if it is ours."""
     try:
         os.killpg(pid, signal.SIGTERM)
         for _ in range(100):
             if not running(pid):
-                return
+                break
             time.sleep(0.05)
-        os.killpg(pid, signal.SIGKILL)
+        else:
+            os.killpg(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    child = _spawned.pop(pid, None)
+    if child is not None:
+        child.wait()
