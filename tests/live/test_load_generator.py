@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 import tierlab.live
+from tierlab.analysis.fluctuations import fluctuations
 from tierlab.live.mapping import load_mapping
 from tierlab.model import load_model
 
@@ -89,12 +90,46 @@ def test_the_mix_follows_the_chains_stationary_distribution(stub):
     trace = tierlab.live.generate_load(load_model(model), load_mapping(mapping), target=stub)
     r = trace.requests
     assert len(r) > 1000 and (r.status == "ok").all()
+    assert (r.retransmissions == 0).all()  # a stub that takes every connection at once
     assert mix_distance(r.type, chain_mix(model)) < 0.05
     check_little(trace, rel=0.05)
     # The client's 100 ms series adds up to the records, up to the requests at the
     # edges (at most one per client at the warm-up's end and at the run's end).
     arrivals = trace.series("client", "arrivals")[0]
     assert arrivals[arrivals.index >= 1].sum() == pytest.approx(len(r), abs=2 * 20)
+
+
+class SlowToAccept(StubServer):
+    """A server whose accept queue is full: backlog 1 (Linux queues two connections),
+    and nothing accepted until it starts serving."""
+
+    request_queue_size = 1
+
+
+def test_syns_a_full_backlog_dropped_are_in_the_records():
+    """Six clients at a server that starts accepting 1.5 s after they connect: the
+    kernel drops the SYNs of all but the two it queues (the generator's reachability
+    probe takes one), and those sessions' first requests record the SYNs sent again —
+    the trace's `retransmissions`, as the simulator's backlog records its drops — having
+    waited at least the first retransmission's second."""
+    Stub.seen = []
+    server = SlowToAccept(("127.0.0.1", 0), Stub)
+    threading.Timer(1.5, server.serve_forever).start()
+    model = _model({"A": {"A": 1}}, "A", clients=6, think=0.05)
+    model["run"] = {"duration": 4, "warmup": 0, "seed": 1}
+    try:
+        trace = tierlab.live.generate_load(
+            load_model(model), load_mapping({"requests": {"A": {"path": "/ok"}}}), target=f"127.0.0.1:{server.server_address[1]}"
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    r = trace.requests
+    assert (r.status == "ok").all()
+    late = r[r.retransmissions > 0]
+    assert late.session.nunique() >= 4 and late.groupby("session").size().max() == 1  # the request that opened the connection
+    assert (late.response_time >= 1.0).all()
+    assert fluctuations(trace)["share_retransmitted"] == pytest.approx(len(late) / len(r))
 
 
 def test_cookies_are_kept_per_session_and_values_drawn(stub):

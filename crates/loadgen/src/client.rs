@@ -323,7 +323,7 @@ async fn request(
         session: sid,
         rtype: &sh.cfg.type_names[ty],
     };
-    let before = browser.reconnects;
+    let (before, retransmitted) = (browser.reconnects, browser.retransmissions);
     let result = timeout(
         Duration::from_secs_f64(sh.cfg.timeout),
         browser.fetch(sh.entry(sid).0, sh.entry(sid).1, &out),
@@ -351,6 +351,7 @@ async fn request(
             end,
             failure,
             bytes,
+            retransmissions: (browser.retransmissions - retransmitted) as u32,
         })
     });
 }

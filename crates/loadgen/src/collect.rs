@@ -48,6 +48,8 @@ pub struct Done {
     pub end: f64,
     pub failure: Option<Failure>,
     pub bytes: u64,
+    /// SYNs sent again before the connection it opened got in (0 on a kept-alive one).
+    pub retransmissions: u32,
 }
 
 /// Upper bounds (seconds) of the live response-time histogram's buckets, Prometheus
@@ -159,7 +161,7 @@ impl Collector {
             r.status.push(status as u8);
             r.start.push(d.start);
             r.end.push(d.end);
-            r.retransmissions.push(0);
+            r.retransmissions.push(d.retransmissions);
         }
     }
 
@@ -308,6 +310,7 @@ mod tests {
             end,
             failure,
             bytes: 0,
+            retransmissions: 0,
         }
     }
 

@@ -47,6 +47,40 @@ pub struct Browser {
     peer: Option<SocketAddr>,
     /// Connections opened again after the server closed an idle one.
     pub reconnects: u64,
+    /// SYNs the kernel sent again before a connection of ours got in (`syn_retransmits`).
+    pub retransmissions: u64,
+}
+
+/// The retransmissions of a connection just opened: the SYNs sent again because the
+/// target dropped them, as a server whose accept backlog is full does (Linux sends the
+/// first again after 1 s, the next ones later), read from the kernel's `TCP_INFO`.
+/// Elsewhere 0.
+#[cfg(target_os = "linux")]
+fn syn_retransmits(s: &TcpStream) -> u32 {
+    use std::os::fd::AsRawFd;
+    // SAFETY: getsockopt writes at most `len` bytes into `info`, a plain C struct for
+    // which all zeroes is a valid value, on a socket this stream owns.
+    unsafe {
+        let mut info: libc::tcp_info = std::mem::zeroed();
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        let rc = libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        );
+        if rc == 0 {
+            info.tcpi_total_retrans
+        } else {
+            0
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn syn_retransmits(_: &TcpStream) -> u32 {
+    0
 }
 
 /// How a response's body is delimited (RFC 9112 §6.3).
@@ -118,6 +152,7 @@ impl Browser {
                     .await
                     .map_err(|_| Failure::Connect)?;
                 s.set_nodelay(true).map_err(|_| Failure::Connect)?;
+                self.retransmissions += u64::from(syn_retransmits(&s));
                 s
             }
         };
@@ -578,5 +613,41 @@ mod tests {
             ),
             "{seen:?}"
         );
+    }
+
+    /// A listener whose accept queue is full (backlog 1: Linux queues two) drops the
+    /// next SYN until it accepts; the browser that got in late counts the SYNs sent
+    /// again, one that got in at once none.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn syns_a_full_backlog_dropped_are_counted() {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+        let listener = socket.listen(1).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let queued = [
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        assert_eq!(queued.each_ref().map(syn_retransmits), [0, 0]);
+        // Accepting only after the first retransmission (1 s) is due, and then
+        // answering: the third connection's SYN was dropped at least once.
+        let server = tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+            let mut open = Vec::new();
+            for _ in 0..3 {
+                open.push(listener.accept().await.unwrap().0);
+            }
+            let mut late = open.pop().unwrap();
+            let mut head = [0u8; 1024];
+            let _ = late.read(&mut head).await.unwrap();
+            late.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                .await
+                .unwrap();
+        });
+        let mut b = Browser::default();
+        assert_eq!(b.fetch(addr, "h", &GET).await, Ok(0));
+        assert!(b.retransmissions >= 1, "{}", b.retransmissions);
+        server.await.unwrap();
     }
 }
