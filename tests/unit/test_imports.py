@@ -167,4 +167,9 @@ def test_fluctuations_of_an_imported_run(tmp_path):
     res = CliRunner().invoke(cli, ["analyze", "fluctuations", str(d), "--json", "-"])
     assert res.exit_code == 0, res.output
     f = json.loads(res.stdout)
-    assert f["tiers"] == [] and f["bimodality"]["dip"] > 0 and f["share_retransmitted"] == 0
+    assert f["tiers"] == [] and f["bimodality"]["dip"] > 0
+    # JMeter does not see the TCP handshake: not measured, rather than none.
+    assert f["share_retransmitted"] is None and f["retransmissions_per_minute"] is None
+    assert "not measured" in f["retransmissions_not_measured"]
+    shown = CliRunner().invoke(cli, ["analyze", "fluctuations", str(d)])
+    assert "retransmissions not measured: the tool does not report the TCP handshake" in " ".join(shown.output.split())

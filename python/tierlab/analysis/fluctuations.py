@@ -17,7 +17,7 @@ from scipy.stats import gaussian_kde
 
 from ..errors import InputError
 from ..trace import Trace, window_of
-from ..trace.schema import figures
+from ..trace.schema import RETRANSMISSIONS_UNMEASURED, figures
 
 DIP_TABLE_LIMIT = 72_000
 """The largest sample diptest's p-value tables cover."""
@@ -113,7 +113,17 @@ def fluctuations(trace: Trace) -> dict:
         ok = r[r.status == "ok"]
         b = bimodality(ok.response_time)
         out["bimodality"] = b.__dict__
-        per_minute = retransmissions_per_minute(trace)
-        out["retransmissions_per_minute"] = {"mean": float(per_minute.mean()), "max": float(per_minute.max())}
-        out["share_retransmitted"] = float((r.retransmissions > 0).mean())
+        unmeasured = unmeasured_retransmissions(trace)
+        if unmeasured is None:
+            per_minute = retransmissions_per_minute(trace)
+            out["retransmissions_per_minute"] = {"mean": float(per_minute.mean()), "max": float(per_minute.max())}
+            out["share_retransmitted"] = float((r.retransmissions > 0).mean())
+        else:
+            out["retransmissions_per_minute"] = out["share_retransmitted"] = None
+            out["retransmissions_not_measured"] = unmeasured
     return out
+
+
+def unmeasured_retransmissions(trace: Trace) -> str | None:
+    """Why the trace's retransmissions are not measured (another tool's results), or None."""
+    return (trace.summary.get("missing") or {}).get(RETRANSMISSIONS_UNMEASURED)

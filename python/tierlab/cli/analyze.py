@@ -118,9 +118,11 @@ def _print_fluctuations(f: dict) -> None:
         b = f["bimodality"]
         modes = ", ".join(duration(m) for m in b["modes"]) or "-"
         out.print(f"bimodal: {figure(b['bimodal'])} (dip {figure(b['dip'])}, p = {figure(b['p_value'])}); modes: {modes}", markup=False)
+        per_minute = f["retransmissions_per_minute"]
         out.print(
-            f"retransmissions per minute: mean {f['retransmissions_per_minute']['mean']:.1f}, max "
-            f"{f['retransmissions_per_minute']['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",
+            f"retransmissions not measured: {f['retransmissions_not_measured']}"
+            if per_minute is None
+            else f"retransmissions per minute: mean {per_minute['mean']:.1f}, max {per_minute['max']:.0f}; requests retransmitted: {f['share_retransmitted']:.2%}",
             markup=False,
         )
 

@@ -27,7 +27,7 @@ from plotly.colors import qualitative
 from plotly.offline import get_plotlyjs
 
 from ..analysis.bottleneck import GRACEFUL, PINNED, SATURATED, bottleneck, breakdown, resources
-from ..analysis.fluctuations import bimodality, retransmissions_per_minute
+from ..analysis.fluctuations import bimodality, retransmissions_per_minute, unmeasured_retransmissions
 from ..errors import InputError
 from ..experiments.ramp import ramp_of_traces
 from ..trace import Trace, window_of
@@ -382,12 +382,14 @@ def _fluctuations(trace: Trace) -> Section | None:
         return None
     b = bimodality(ok)
     modes = ", ".join(duration(m) for m in b.modes) or "—"
+    unmeasured = unmeasured_retransmissions(trace)
     per_minute = retransmissions_per_minute(trace)
-    text = (
-        f"Hartigan's dip {figure(b.dip)}, p = {figure(b.p_value)}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. "
-        f"TCP retransmissions per minute: mean {per_minute.mean():.1f}, max {per_minute.max():.0f}; "
-        f"requests retransmitted: {(r.retransmissions > 0).mean():.2%}."
+    retransmitted = (
+        f"TCP retransmissions not measured: {unmeasured}."
+        if unmeasured is not None
+        else f"TCP retransmissions per minute: mean {per_minute.mean():.1f}, max {per_minute.max():.0f}; requests retransmitted: {(r.retransmissions > 0).mean():.2%}."
     )
+    text = f"Hartigan's dip {figure(b.dip)}, p = {figure(b.p_value)}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. {retransmitted}"
     fig = go.Figure()
     # Binned by the logarithm (the modes lie decades apart), labelled in ms and s.
     fig.add_histogram(x=np.log10(ok.to_numpy()), nbinsx=80, name="ok requests")

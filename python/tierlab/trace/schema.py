@@ -29,6 +29,9 @@ Outcome = Literal[Status, "unfinished"]
 STATUSES: list[Status] = ["ok", "rejected", "timeout", "error"]
 OUTCOMES: list[Outcome] = [*STATUSES, "unfinished"]
 REQUEST_COLUMNS = ["id", "session", "type", "status", "start", "end", "response_time", "retransmissions"]
+# The `missing` key of a trace whose `retransmissions` column is 0 because nothing
+# measured it (another tool's results, telemetry): analyses say "not measured", not 0.
+RETRANSMISSIONS_UNMEASURED = "requests.retransmissions"
 STATEMENT_COLUMNS = ["query", "calls", "total_time", "rows"]
 TIMESERIES_COLUMNS = ["t", "tier", "server", "resource", "metric", "value"]
 

@@ -16,7 +16,7 @@ from ...errors import InputError
 from ..columns import Columns
 from ..core import timeseries_columns
 from ..folder import Trace
-from ..schema import OUTCOMES, SCHEMA_VERSION, STATUSES, Summary, check_summary
+from ..schema import OUTCOMES, RETRANSMISSIONS_UNMEASURED, SCHEMA_VERSION, STATUSES, Summary, check_summary
 
 # The load generator's failure kinds (summary `errors`).
 FAILURES = ("connect", "protocol", "timeout", "http_503", "http_4xx", "http_5xx")
@@ -24,6 +24,7 @@ PERCENTILES = {"p50": 50, "p90": 90, "p95": 95, "p98": 98, "p99": 99, "p99.9": 9
 SERVER_SIDE = "a load tool measures the client only: no tiers, pools, stations or phases"
 NO_SESSIONS = "the tool does not record sessions (all requests carry session 0)"
 NO_UNFINISHED = "the tool records the requests that finished: any it left running at its end are not counted (requests.unfinished 0)"
+NO_RETRANSMISSIONS = "the tool does not report the TCP handshake: retransmissions are 0 in the records, not measured"
 
 
 def failure(code: str, message: str = "") -> tuple[str, str]:
@@ -85,7 +86,13 @@ def summary(tool: str, results: str | Path, window: float, f: Figures) -> Summar
         "warmup": f.warmup,
         "measured_seconds": measured,
         "interrupted": False,
-        "missing": {"tiers": SERVER_SIDE, "sessions": NO_SESSIONS, "requests.unfinished": NO_UNFINISHED, **f.missing},
+        "missing": {
+            "tiers": SERVER_SIDE,
+            "sessions": NO_SESSIONS,
+            "requests.unfinished": NO_UNFINISHED,
+            RETRANSMISSIONS_UNMEASURED: NO_RETRANSMISSIONS,
+            **f.missing,
+        },
         "requests": {k: int(f.counts.get(k, 0)) for k in OUTCOMES},
         "throughput": f.counts.get("ok", 0) / measured,
         "response_time": f.response_time,
