@@ -383,12 +383,11 @@ def _fluctuations(trace: Trace) -> Section | None:
     b = bimodality(ok)
     modes = ", ".join(duration(m) for m in b.modes) or "—"
     unmeasured = unmeasured_retransmissions(trace)
-    per_minute = retransmissions_per_minute(trace)
-    retransmitted = (
-        f"TCP retransmissions not measured: {unmeasured}."
-        if unmeasured is not None
-        else f"TCP retransmissions per minute: mean {per_minute.mean():.1f}, max {per_minute.max():.0f}; requests retransmitted: {(r.retransmissions > 0).mean():.2%}."
-    )
+    if unmeasured is None:
+        per_minute = retransmissions_per_minute(trace)
+        retransmitted = f"TCP retransmissions per minute: mean {per_minute.mean():.1f}, max {per_minute.max():.0f}; requests retransmitted: {(r.retransmissions > 0).mean():.2%}."
+    else:
+        retransmitted = f"TCP retransmissions not measured: {unmeasured}."
     text = f"Hartigan's dip {figure(b.dip)}, p = {figure(b.p_value)}: {'bimodal' if b.bimodal else 'unimodal'}; modes: {modes}. {retransmitted}"
     fig = go.Figure()
     # Binned by the logarithm (the modes lie decades apart), labelled in ms and s.

@@ -34,7 +34,7 @@ from .fit import FLOOR, Form, fitted, mean_of
 from .lock import Lock, at_cpu, evidence
 from .lock import fitted as lock_fitted
 from .measured import Measured, cpu_cores, hand_offs, measured
-from .per_request import GROWTH_MIN, T_MIN, line
+from .per_request import GROWTH_MIN, T_MIN, line, scaled_line
 from .round_trip import fitted as round_trip_fitted
 from .round_trip import waits
 
@@ -424,12 +424,8 @@ def _handed_cpu(sim: dict[str, float], handed: dict[str, float]) -> float:
 
 
 def _line(seen: list[float], grown: list[float], cap: int | None) -> Growth:
-    """scale × (1 + per · n) through the traces' (n seen, demand grown ÷ demand): least
-    squares; a line that would shrink the demand with n keeps per at 0."""
-    slope, scale = np.polyfit(np.array(seen), np.array(grown), 1)
-    if slope <= 0 or scale <= 0:
-        return Growth(float(np.mean(grown)), 0.0, cap)
-    return Growth(float(scale), float(slope / scale), cap)
+    """scale × (1 + per · n) through the traces' (n seen, demand grown ÷ demand)."""
+    return Growth(*scaled_line(np.array(seen), np.array(grown)), cap)
 
 
 def _twin(

@@ -22,6 +22,16 @@ T_MIN = 3.0  # the slope's t statistic a growth must reach to be in the twin
 GROWTH_MIN = 0.05  # and its growth at the cap (or at the most threads seen)
 
 
+def scaled_line(n: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(scale, per) of scale · (1 + per · n) through the points (n, y), Chen & Gorton's
+    contention form, least squares; a line that would not grow with n, or has no value
+    of its own at n = 0, keeps per at 0 (scale the mean of y)."""
+    slope, scale = np.polyfit(n, y, 1)
+    if slope <= 0 or scale <= 0:
+        return float(np.mean(y)), 0.0
+    return float(scale), float(slope / scale)
+
+
 @dataclass(frozen=True)
 class Line:
     """rel = base + slope · min(held, cap) through the requests (rel: a request's CPU ÷

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...trace import Trace
+from .per_request import scaled_line
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,4 @@ def fitted(held: np.ndarray, live: np.ndarray) -> RoundTrip:
         raise InputError("--round-trip needs traces at two loads or more (their statements' wait against the connections held); give a second trace")
     if np.any(live <= 0):
         raise InputError("--round-trip: the client waited no longer for its statements than the database executed them; the twin has nothing to add")
-    return _line(held, live)
-
-
-def _line(n: np.ndarray, wait: np.ndarray) -> RoundTrip:
-    """a · (1 + b · n) through (n, wait), least squares; a wait that does not grow with
-    n, or a line through no wait of its own (a ≤ 0), keeps b at 0 (its mean the wait)."""
-    slope, base = np.polyfit(n, wait, 1)
-    if slope <= 0 or base <= 0:
-        return RoundTrip(float(np.mean(wait)))
-    return RoundTrip(float(base), float(slope / base))
+    return RoundTrip(*scaled_line(held, live))
