@@ -78,7 +78,7 @@ class StubServer(ThreadingHTTPServer):
     standard library's backlog is 5: twenty clients connecting at once overflow it, the
     kernel drops their SYNs and the clients retry 1 s and 3 s later — requests "in
     flight" across the warm-up that broke Little's law over the measured window by 6%
-    (CI of stop 57; 3–4% here, 0.01% with this backlog). The bookstore listens with
+    (CI of stop 57; 0.8–4.3% in three runs here, at most 0.01% with this backlog). The bookstore listens with
     `serve.BACKLOG`."""
 
     request_queue_size = 128
