@@ -76,7 +76,7 @@ def single_request_sessions(rate: float, tiers: dict, program: dict, **run) -> d
 class StubServer(ThreadingHTTPServer):
     """A loopback HTTP stub for the live tests, listening as a real server does. The
     standard library's backlog is 5: twenty clients connecting at once overflow it, the
-    kernel drops their SYNs and the clients retry 1 s and 3 s later — requests "in
+    kernel drops their SYNs and the clients retry from 1 s later on — requests "in
     flight" across the warm-up that broke Little's law over the measured window by 6%
     (CI of stop 57; 0.8–4.3% in three runs here, at most 0.01% with this backlog). The bookstore listens with
     `serve.BACKLOG`."""
